@@ -1,0 +1,395 @@
+//! One analysis of one tensor, as a state machine that advances a bounded amount of work per
+//! [`Analysis::step`]. The browser worker calls `step` from JavaScript again and again (a wasm call
+//! already running never tiers up to optimised code in V8, `shared/toolchain.md`), posting progress
+//! between calls; the CLI just loops.
+//!
+//! Phases: read the histogram's row sample → all pairs among it (histogram, uncertainty model) →
+//! the Gram pass over all rows in the plan's order → done (exact).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::estimate::{self, Z_95};
+use crate::format::decode::decode_rows;
+use crate::format::{DType, TensorInfo};
+use crate::kernel::{self, MAX_CHUNK_ROWS};
+use crate::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
+use crate::report::{HistogramReport, Report, CAPACITY_CAVEAT, SCHEMA_VERSION};
+use crate::source::ByteSource;
+use crate::stats::{normalise_row, GramMoments, Moments, PairSample, RowCounts, RowFate};
+
+/// Largest d_model accepted: the f64 Gram triangle is d²/2·8 bytes (537 MB at 16384).
+pub const MAX_DIM: u64 = 16384;
+
+/// Settings of one analysis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisConfig {
+    pub seed: u64,
+    /// Rows per read in the pass.
+    pub block_rows: u64,
+    /// Rows sampled for the histogram.
+    pub histogram_rows: u64,
+    /// Stop the pass after this many rows and report an estimate (None: run to the exact answer).
+    pub stop_after_rows: Option<u64>,
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> Self {
+        Self {
+            seed: DEFAULT_SEED,
+            block_rows: DEFAULT_BLOCK_ROWS,
+            histogram_rows: DEFAULT_HISTOGRAM_ROWS,
+            stop_after_rows: None,
+        }
+    }
+}
+
+/// Where an analysis stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Sample,
+    SamplePairs,
+    Pass,
+    Done,
+}
+
+/// A snapshot for the progress bar and the running ε.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub phase: Phase,
+    /// Fraction of the whole job done, 0..1.
+    pub fraction: f64,
+    pub rows_seen: u64,
+    pub rows: u64,
+    /// Running ε and its standard error, once the pass has begun.
+    pub epsilon: Option<f64>,
+    pub epsilon_se: Option<f64>,
+}
+
+/// What the caller needs to know about the file besides the tensor.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Origin {
+    pub file: String,
+    pub format: String,
+    pub tensor_reason: String,
+}
+
+pub struct Analysis {
+    source: Box<dyn ByteSource>,
+    tensor: TensorInfo,
+    origin: Origin,
+    config: AnalysisConfig,
+    rows: u64,
+    dim: usize,
+    dim_padded: usize,
+    row_bytes: u64,
+    plan: Plan,
+    phase: Phase,
+    /// Unit rows of the histogram sample (kept rows only), `dim_padded` each.
+    sample_units: Vec<f32>,
+    sample_read: usize,
+    sample_counts: RowCounts,
+    pair_sample: Option<PairSample>,
+    pair_block: usize,
+    gram: GramMoments,
+    next_block: usize,
+    /// Reused buffers: raw bytes, decoded rows, unit rows.
+    raw: Vec<u8>,
+    decoded: Vec<f32>,
+    units: Vec<f32>,
+}
+
+impl Analysis {
+    /// Checks the tensor and sets up the plan. Nothing is read yet.
+    pub fn new(source: Box<dyn ByteSource>, tensor: TensorInfo, origin: Origin, config: AnalysisConfig) -> Result<Self, Error> {
+        let (rows, dim) = tensor
+            .matrix()
+            .ok_or_else(|| Error::NotAMatrix { tensor: tensor.name.clone(), shape: tensor.shape.clone() })?;
+        if rows == 0 || dim == 0 {
+            return Err(Error::Empty { tensor: tensor.name.clone(), shape: tensor.shape.clone() });
+        }
+        if !tensor.dtype.is_float() {
+            return Err(Error::Decode {
+                tensor: tensor.name.clone(),
+                source: crate::format::decode::DecodeError::Unsupported(tensor.dtype.name().to_string()),
+            });
+        }
+        if dim > MAX_DIM {
+            return Err(Error::DimTooLarge { tensor: tensor.name.clone(), dim, max: MAX_DIM });
+        }
+        let row_bytes = tensor.dtype.bytes_for(dim).ok_or_else(|| Error::RowNotWholeBlocks {
+            tensor: tensor.name.clone(),
+            dim,
+            dtype: tensor.dtype.name().to_string(),
+        })?;
+        let dim = dim as usize;
+        let dim_padded = kernel::padded_dim(dim);
+        let plan = Plan::new(rows, config.seed, config.block_rows, config.histogram_rows);
+        Ok(Self {
+            source,
+            origin,
+            rows,
+            dim,
+            dim_padded,
+            row_bytes,
+            plan,
+            phase: Phase::Sample,
+            sample_units: Vec::new(),
+            sample_read: 0,
+            sample_counts: RowCounts::default(),
+            pair_sample: None,
+            pair_block: 0,
+            gram: GramMoments::new(dim),
+            next_block: 0,
+            raw: Vec::new(),
+            decoded: Vec::new(),
+            units: Vec::new(),
+            tensor,
+            config,
+        })
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Does one bounded piece of work (≤ 64 rows read, or one block of sample pairs).
+    pub fn step(&mut self) -> Result<Phase, Error> {
+        match self.phase {
+            Phase::Sample => self.step_sample()?,
+            Phase::SamplePairs => self.step_sample_pairs(),
+            Phase::Pass => self.step_pass()?,
+            Phase::Done => {}
+        }
+        Ok(self.phase)
+    }
+
+    /// Runs to the end (CLI, tests).
+    pub fn run(mut self, progress: &mut dyn FnMut(&Progress)) -> Result<Self, Error> {
+        while self.step()? != Phase::Done {
+            progress(&self.progress());
+        }
+        Ok(self)
+    }
+
+    /// Reads `count` rows from `first` into `self.decoded` (`count × dim` f32).
+    fn read_rows(&mut self, first: u64, count: usize) -> Result<(), Error> {
+        let start = self.tensor.byte_range.0 + first * self.row_bytes;
+        self.raw.resize(count * self.row_bytes as usize, 0);
+        self.source.read_at(start, &mut self.raw)?;
+        self.decoded.resize(count * self.dim, 0.0);
+        decode_rows(&self.raw, &self.tensor.dtype, self.dim, &mut self.decoded)
+            .map_err(|source| Error::Decode { tensor: self.tensor.name.clone(), source })
+    }
+
+    fn step_sample(&mut self) -> Result<(), Error> {
+        // Up to 64 sample rows per step, runs of adjacent rows read at once.
+        let end = (self.sample_read + MAX_CHUNK_ROWS).min(self.plan.sample.len());
+        let mut i = self.sample_read;
+        while i < end {
+            let first = self.plan.sample[i];
+            let mut run = 1;
+            while i + run < end && self.plan.sample[i + run] == first + run as u64 {
+                run += 1;
+            }
+            self.read_rows(first, run)?;
+            for r in 0..run {
+                let at = self.sample_units.len();
+                self.sample_units.resize(at + self.dim_padded, 0.0);
+                let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.sample_units[at..]);
+                self.sample_counts.record(fate);
+                if fate != RowFate::Kept {
+                    self.sample_units.truncate(at);
+                }
+            }
+            i += run;
+        }
+        self.sample_read = end;
+        if self.sample_read >= self.plan.sample.len() {
+            let kept = self.sample_units.len() / self.dim_padded;
+            self.pair_sample = Some(PairSample::new(kept));
+            self.phase = Phase::SamplePairs;
+        }
+        Ok(())
+    }
+
+    fn step_sample_pairs(&mut self) {
+        let d = self.dim_padded;
+        let n = self.sample_units.len() / d;
+        let Some(sample) = self.pair_sample.as_mut() else {
+            self.phase = Phase::Pass;
+            return;
+        };
+        let i0 = self.pair_block * MAX_CHUNK_ROWS;
+        if i0 >= n {
+            self.phase = Phase::Pass;
+            return;
+        }
+        let i1 = (i0 + MAX_CHUNK_ROWS).min(n);
+        // Rows i0..i1 against rows i0..n; keep pairs i < j.
+        let a = &self.sample_units[i0 * d..i1 * d];
+        let b = &self.sample_units[i0 * d..n * d];
+        let nb = n - i0;
+        self.units.resize((i1 - i0) * nb, 0.0);
+        kernel::dots(a, b, d, &mut self.units);
+        for i in 0..i1 - i0 {
+            for j in i + 1..nb {
+                sample.add_pair(i0 + i, i0 + j, self.units[i * nb + j]);
+            }
+        }
+        self.pair_block += 1;
+        if i1 >= n {
+            self.phase = Phase::Pass;
+        }
+    }
+
+    fn pass_target(&self) -> usize {
+        match self.config.stop_after_rows {
+            Some(limit) => {
+                let blocks = limit.div_ceil(self.plan.block_rows) as usize;
+                blocks.min(self.plan.blocks.len())
+            }
+            None => self.plan.blocks.len(),
+        }
+    }
+
+    fn step_pass(&mut self) -> Result<(), Error> {
+        let target = self.pass_target();
+        let blocks_per_step = (MAX_CHUNK_ROWS as u64 / self.plan.block_rows).max(1) as usize;
+        let end = (self.next_block + blocks_per_step).min(target);
+        let d = self.dim_padded;
+        let mut kept = 0usize;
+        self.units.resize(MAX_CHUNK_ROWS.max(self.plan.block_rows as usize) * d, 0.0);
+        for bi in self.next_block..end {
+            let (first, stop) = self.plan.block_range(self.plan.blocks[bi]);
+            let count = (stop - first) as usize;
+            self.read_rows(first, count)?;
+            for r in 0..count {
+                let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.units[kept * d..(kept + 1) * d]);
+                self.gram.counts.record(fate);
+                if fate == RowFate::Kept {
+                    kept += 1;
+                    if kept == MAX_CHUNK_ROWS {
+                        self.gram.add_unit_rows(&self.units[..kept * d]);
+                        kept = 0;
+                    }
+                }
+            }
+        }
+        if kept > 0 {
+            self.gram.add_unit_rows(&self.units[..kept * d]);
+        }
+        self.next_block = end;
+        if self.next_block >= target {
+            self.phase = Phase::Done;
+        }
+        Ok(())
+    }
+
+    /// Whether every row has been visited.
+    pub fn is_exact(&self) -> bool {
+        self.next_block >= self.plan.blocks.len()
+    }
+
+    /// Running estimate: ε over the pairs among rows seen, with its standard error.
+    fn running(&self) -> Option<(Moments, f64, Option<f64>)> {
+        let m = self.gram.moments()?;
+        let eps = estimate::epsilon(m.mu, m.sigma);
+        let se = if self.is_exact() {
+            Some(0.0)
+        } else {
+            let population = self.rows.saturating_sub(self.gram.counts.dropped());
+            self.pair_sample.as_ref().and_then(|s| estimate::epsilon_standard_error(s, &m, m.rows, population))
+        };
+        Some((m, eps, se))
+    }
+
+    pub fn progress(&self) -> Progress {
+        // Weight phases by their cost in pass rows: a pass row costs d²/2 multiply-adds, the n²/2
+        // sample pairs n²·d/2, i.e. as much as n²/d pass rows.
+        let n = self.plan.sample.len() as f64;
+        let pass_rows = self.pass_target() as f64 * self.plan.block_rows as f64;
+        let sample_cost = n * n / self.dim as f64 + 1.0;
+        let total = sample_cost + pass_rows;
+        let done = match self.phase {
+            Phase::Sample => sample_cost * 0.2 * self.sample_read as f64 / n.max(1.0),
+            Phase::SamplePairs => {
+                let rows = (self.sample_units.len() / self.dim_padded.max(1)) as f64;
+                let blocks = (rows / MAX_CHUNK_ROWS as f64).ceil().max(1.0);
+                sample_cost * (0.2 + 0.8 * self.pair_block as f64 / blocks)
+            }
+            Phase::Pass | Phase::Done => sample_cost + (self.next_block as f64 * self.plan.block_rows as f64).min(pass_rows),
+        };
+        let running = if self.gram.counts.kept >= 2 { self.running() } else { None };
+        Progress {
+            phase: self.phase,
+            fraction: if self.phase == Phase::Done { 1.0 } else { (done / total).clamp(0.0, 1.0) },
+            rows_seen: self.gram.counts.seen,
+            rows: self.rows,
+            epsilon: running.as_ref().map(|r| r.1),
+            epsilon_se: running.and_then(|r| r.2),
+        }
+    }
+
+    /// The report for what has been computed so far: exact once every row was visited, else an
+    /// estimate with its interval. Fails when fewer than two usable rows were seen.
+    pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {
+        let counts = self.gram.counts;
+        let too_few = || Error::TooFewRows {
+            tensor: self.tensor.name.clone(),
+            rows: counts.seen,
+            kept: counts.kept,
+            zero: counts.dropped_zero,
+            nonfinite: counts.dropped_nonfinite,
+        };
+        let (m, eps, se) = self.running().ok_or_else(too_few)?;
+        let exact = self.is_exact();
+        let dim = self.dim as u64;
+        let empty = PairSample::new(0);
+        let sample = self.pair_sample.as_ref().unwrap_or(&empty);
+        let hist_rows = sample.rows() as u64;
+        Ok(Report {
+            schema: SCHEMA_VERSION,
+            file: self.origin.file.clone(),
+            format: self.origin.format.clone(),
+            tensor: self.tensor.name.clone(),
+            tensor_reason: self.origin.tensor_reason.clone(),
+            dtype: self.tensor.dtype.name().to_string(),
+            rows: self.rows,
+            dim,
+            rows_seen: counts.seen,
+            rows_used: counts.kept,
+            rows_dropped: counts.dropped(),
+            rows_dropped_zero: counts.dropped_zero,
+            rows_dropped_nonfinite: counts.dropped_nonfinite,
+            pairs: m.pairs,
+            exact,
+            mu: m.mu,
+            sigma: m.sigma,
+            epsilon: eps,
+            epsilon_3sigma: estimate::epsilon_3sigma(m.mu, m.sigma),
+            epsilon_ci: if exact { None } else { se.map(|s| [eps - Z_95 * s, eps + Z_95 * s]) },
+            epsilon_se: if exact { None } else { se },
+            seed: self.config.seed,
+            log10_capacity: estimate::capacities(dim, eps),
+            capacity_determinate: estimate::capacity_determinate(eps),
+            class: estimate::class(eps),
+            histogram: HistogramReport::new(&sample.full, sample.pairs, hist_rows),
+            histogram_zoom: HistogramReport::new(&sample.zoom, sample.pairs, hist_rows),
+            timing_ms,
+            kernel: kernel::kernel_name().to_string(),
+            accumulator_bytes: self.gram.bytes() as u64,
+            peak_wasm_bytes: None,
+            caveat: CAPACITY_CAVEAT.to_string(),
+        })
+    }
+
+    pub fn tensor(&self) -> &TensorInfo {
+        &self.tensor
+    }
+
+    pub fn dtype(&self) -> &DType {
+        &self.tensor.dtype
+    }
+}

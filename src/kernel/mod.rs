@@ -1,0 +1,156 @@
+//! The hot loops: the Gram update `G += Σ uᵢuᵢᵀ` and row-against-row dot products.
+//!
+//! Products are taken in `f32` over one chunk of at most [`MAX_CHUNK_ROWS`] rows and then added into
+//! `f64` accumulators ("f32 products, f64 accumulation", `shared/paper.md` §1). Two implementations
+//! share one arithmetic order so they agree closely: [`portable`] (native builds, tests, wasm without
+//! simd128) and [`simd`] (explicit `core::arch::wasm32` f32x4, used whenever simd128 is enabled,
+//! because LLVM does not vectorise these loops well for wasm: `shared/toolchain.md`).
+//!
+//! Rows are stored zero-padded to a multiple of [`LANES`] so that every vector load is whole; the
+//! padding adds nothing to any dot product.
+
+pub mod portable;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub mod simd;
+
+/// Rows are padded to a multiple of this many `f32`.
+pub const LANES: usize = 8;
+/// Height of one Gram tile (dimensions held as broadcast scalars).
+pub const TILE_A: usize = 4;
+/// At most this many rows go into one f32 partial before it is added into f64.
+pub const MAX_CHUNK_ROWS: usize = 64;
+
+/// `dim` rounded up to a whole number of lanes.
+pub fn padded_dim(dim: usize) -> usize {
+    dim.div_ceil(LANES) * LANES
+}
+
+/// The upper triangle of the d×d Gram matrix G = Σ uᵢuᵢᵀ, in f64, stored by panels of
+/// [`TILE_A`] rows: panel `p` holds rows `4p..4p+4` from column `(4p) rounded down to 8` to the end.
+/// That is about d²/2 values, never the full square.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PackedGram {
+    dim_padded: usize,
+    offsets: Vec<usize>,
+    values: Vec<f64>,
+}
+
+impl PackedGram {
+    pub fn new(dim: usize) -> Self {
+        let dim_padded = padded_dim(dim);
+        let mut offsets = Vec::with_capacity(dim_padded / TILE_A + 1);
+        let mut total = 0usize;
+        for p in 0..dim_padded / TILE_A {
+            offsets.push(total);
+            total += TILE_A * (dim_padded - Self::panel_start(p));
+        }
+        offsets.push(total);
+        Self { dim_padded, offsets, values: vec![0.0; total] }
+    }
+
+    /// First column stored for panel `p`.
+    #[inline]
+    pub fn panel_start(p: usize) -> usize {
+        (p * TILE_A) / LANES * LANES
+    }
+
+    pub fn dim_padded(&self) -> usize {
+        self.dim_padded
+    }
+
+    /// Number of panels (d_pad / 4).
+    pub fn panels(&self) -> usize {
+        self.dim_padded / TILE_A
+    }
+
+    /// The values of panel `p`: `TILE_A` rows of `dim_padded - panel_start(p)` columns.
+    #[inline]
+    pub fn panel_mut(&mut self, p: usize) -> &mut [f64] {
+        let (lo, hi) = (self.offsets[p], self.offsets[p + 1]);
+        &mut self.values[lo..hi]
+    }
+
+    /// ‖G‖_F² = Σ_{a,b} G_ab², read from the upper triangle (off-diagonal entries count twice).
+    pub fn frobenius_sq(&self) -> f64 {
+        let mut total = 0.0f64;
+        for p in 0..self.panels() {
+            let c0 = Self::panel_start(p);
+            let width = self.dim_padded - c0;
+            let panel = &self.values[self.offsets[p]..self.offsets[p + 1]];
+            for t in 0..TILE_A {
+                let a = p * TILE_A + t;
+                for (j, &g) in panel[t * width..(t + 1) * width].iter().enumerate() {
+                    let b = c0 + j;
+                    if b > a {
+                        total += 2.0 * g * g;
+                    } else if b == a {
+                        total += g * g;
+                    }
+                }
+            }
+        }
+        total
+    }
+
+    /// vᵀ G v for a vector of length ≥ dim (used for the spread of per-row mean cosines).
+    pub fn quadratic_form(&self, v: &[f64]) -> f64 {
+        let mut total = 0.0f64;
+        for p in 0..self.panels() {
+            let c0 = Self::panel_start(p);
+            let width = self.dim_padded - c0;
+            let panel = &self.values[self.offsets[p]..self.offsets[p + 1]];
+            for t in 0..TILE_A {
+                let a = p * TILE_A + t;
+                let va = v.get(a).copied().unwrap_or(0.0);
+                for (j, &g) in panel[t * width..(t + 1) * width].iter().enumerate() {
+                    let b = c0 + j;
+                    let vb = v.get(b).copied().unwrap_or(0.0);
+                    if b > a {
+                        total += 2.0 * g * va * vb;
+                    } else if b == a {
+                        total += g * va * va;
+                    }
+                }
+            }
+        }
+        total
+    }
+
+    /// Adds another accumulator's values (partials from several workers add up to one answer).
+    pub fn merge(&mut self, other: &PackedGram) {
+        for (a, b) in self.values.iter_mut().zip(&other.values) {
+            *a += b;
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.values.len() * 8
+    }
+}
+
+/// Adds Σ_r u_r u_rᵀ over the `rows` (each `g.dim_padded()` long, zero-padded, at most
+/// [`MAX_CHUNK_ROWS`] of them) into `g`. Dispatches to the SIMD kernel when compiled in.
+pub fn gram_update(rows: &[f32], g: &mut PackedGram) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    simd::gram_update(rows, g);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    portable::gram_update(rows, g);
+}
+
+/// `out[i * nb + j] = a_i · b_j` for rows of `a` and `b` (each `dim_padded` long).
+pub fn dots(a: &[f32], b: &[f32], dim_padded: usize, out: &mut [f32]) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    simd::dots(a, b, dim_padded, out);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    portable::dots(a, b, dim_padded, out);
+}
+
+/// Which kernel this build runs ("wasm-simd128" or "portable"), for the report and the benchmark.
+pub fn kernel_name() -> &'static str {
+    if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+        "wasm-simd128"
+    } else {
+        "portable"
+    }
+}

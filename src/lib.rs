@@ -1,0 +1,28 @@
+//! Orthoscope: how much room a transformer's token embeddings leave for features.
+//!
+//! The crate is laid out in the order data flows (`shared/design.md`):
+//! file → [`source`] → [`format`] → [`locate`] → [`plan`] → [`kernel`] → [`stats`] → [`estimate`]
+//! → [`report`]. [`analysis`] drives one pass through that chain. Everything up to here is pure Rust
+//! with no browser types, so it is tested natively; only [`worker`] and [`ui`] (wasm builds) know
+//! about the browser.
+
+pub mod source;
+pub mod format;
+pub mod locate;
+pub mod plan;
+pub mod kernel;
+pub mod stats;
+pub mod estimate;
+pub mod report;
+pub mod analysis;
+pub mod synth;
+pub mod error;
+
+#[cfg(target_arch = "wasm32")]
+pub mod worker;
+#[cfg(target_arch = "wasm32")]
+pub mod ui;
+
+pub use analysis::{Analysis, AnalysisConfig};
+pub use error::Error;
+pub use report::Report;

@@ -1,0 +1,100 @@
+//! The one result struct: what the views show, what the CLI prints, what `data-report` carries.
+//! Views never recompute numbers; every figure on screen is a field here.
+
+use serde::{Deserialize, Serialize};
+
+use crate::estimate::{Capacities, Class};
+use crate::stats::Histogram;
+
+/// Version of the JSON layout below.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The paper's caveat, shown wherever a capacity is (`shared/paper.md` §2, §7).
+pub const CAPACITY_CAVEAT: &str = "Capacities extrapolate fits made for k ≤ 32,000 and d ≤ 4096 and are exponentially sensitive to ε²: use them to compare models, not as absolute counts.";
+
+/// Histogram of individual cosines among a row sample.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistogramReport {
+    pub lo: f64,
+    pub hi: f64,
+    pub edges: Vec<f64>,
+    pub counts: Vec<u64>,
+    /// Pairs outside [lo, hi] (the zoom only).
+    pub below: u64,
+    pub above: u64,
+    pub pairs_in_histogram: u64,
+    pub rows_in_histogram: u64,
+}
+
+impl HistogramReport {
+    pub fn new(h: &Histogram, pairs: u64, rows: u64) -> Self {
+        Self {
+            lo: h.lo,
+            hi: h.hi,
+            edges: h.edges.clone(),
+            counts: h.counts.clone(),
+            below: h.below,
+            above: h.above,
+            pairs_in_histogram: pairs,
+            rows_in_histogram: rows,
+        }
+    }
+}
+
+/// Everything one analysis found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: u32,
+    /// File the tensor was read from.
+    pub file: String,
+    pub format: String,
+    pub tensor: String,
+    /// Why this tensor was analysed ("chosen by user", "known embedding name", …).
+    pub tensor_reason: String,
+    pub dtype: String,
+    /// V, rows of the tensor.
+    pub rows: u64,
+    /// d, columns of the tensor (d_model).
+    pub dim: u64,
+    /// Rows read by the pass (all of them when exact).
+    pub rows_seen: u64,
+    /// Rows the statistics are over (seen minus dropped).
+    pub rows_used: u64,
+    /// Rows dropped for zero norm or non-finite values (`shared/paper.md` §1).
+    pub rows_dropped: u64,
+    pub rows_dropped_zero: u64,
+    pub rows_dropped_nonfinite: u64,
+    /// Pairs i < j the statistics are over: rows_used·(rows_used−1)/2.
+    pub pairs: u64,
+    /// True when every row was visited: the statistics are the paper's definition over all pairs.
+    pub exact: bool,
+    pub mu: f64,
+    pub sigma: f64,
+    /// ε = μ + 2σ.
+    pub epsilon: f64,
+    /// μ + 3σ.
+    pub epsilon_3sigma: f64,
+    /// 95 % interval for ε when the pass stopped early (absent when exact).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub epsilon_ci: Option<[f64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub epsilon_se: Option<f64>,
+    pub seed: u64,
+    /// log10 of k under each formula of `shared/paper.md` §2.
+    pub log10_capacity: Capacities,
+    /// False when ε ≥ 0.1: the paper prints "indeterminate".
+    pub capacity_determinate: bool,
+    pub class: Class,
+    pub histogram: HistogramReport,
+    pub histogram_zoom: HistogramReport,
+    /// Wall time of the analysis, measured by the caller.
+    pub timing_ms: f64,
+    /// Which kernel ran ("wasm-simd128" or "portable").
+    pub kernel: String,
+    /// Bytes of the Gram accumulator.
+    pub accumulator_bytes: u64,
+    /// Size of wasm memory at the end (browser only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peak_wasm_bytes: Option<u64>,
+    pub caveat: String,
+}

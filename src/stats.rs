@@ -1,0 +1,275 @@
+//! Statistics of pairwise cosines, as mergeable partial sums (`shared/paper.md` §1).
+//!
+//! [`GramMoments`] gives the exact mean and spread over **all** pairs from s = Σuᵢ and G = Σuᵢuᵢᵀ
+//! without a V×V matrix; [`PairSample`] keeps individual cosines of a row sample for the histogram and
+//! for the uncertainty of a running estimate. Both add up across workers with `merge`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::{self, PackedGram};
+
+/// Why a row was left out (`shared/paper.md` §1: zero rows are dropped; so are non-finite ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowFate {
+    Kept,
+    Zero,
+    NonFinite,
+}
+
+/// Normalises one row to unit length into `out` (zero-padded to `out.len()`).
+/// The norm is taken in f64 so that tiny and huge rows normalise alike.
+pub fn normalise_row(row: &[f32], out: &mut [f32]) -> RowFate {
+    let mut norm_sq = 0.0f64;
+    for &x in row {
+        if !x.is_finite() {
+            return RowFate::NonFinite;
+        }
+        norm_sq += (x as f64) * (x as f64);
+    }
+    if norm_sq == 0.0 {
+        return RowFate::Zero;
+    }
+    let inv = 1.0 / norm_sq.sqrt();
+    for (o, &x) in out.iter_mut().zip(row) {
+        *o = (x as f64 * inv) as f32;
+    }
+    for o in out.iter_mut().skip(row.len()) {
+        *o = 0.0;
+    }
+    RowFate::Kept
+}
+
+/// Counts of rows seen, kept and dropped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowCounts {
+    pub seen: u64,
+    pub kept: u64,
+    pub dropped_zero: u64,
+    pub dropped_nonfinite: u64,
+}
+
+impl RowCounts {
+    pub fn record(&mut self, fate: RowFate) {
+        self.seen += 1;
+        match fate {
+            RowFate::Kept => self.kept += 1,
+            RowFate::Zero => self.dropped_zero += 1,
+            RowFate::NonFinite => self.dropped_nonfinite += 1,
+        }
+    }
+    pub fn dropped(&self) -> u64 {
+        self.dropped_zero + self.dropped_nonfinite
+    }
+    pub fn merge(&mut self, o: &RowCounts) {
+        self.seen += o.seen;
+        self.kept += o.kept;
+        self.dropped_zero += o.dropped_zero;
+        self.dropped_nonfinite += o.dropped_nonfinite;
+    }
+}
+
+/// Mean and spread of cosines over pairs i < j.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Moments {
+    /// Rows the pairs are drawn from.
+    pub rows: u64,
+    /// n(n−1)/2.
+    pub pairs: u64,
+    /// μ, mean cosine.
+    pub mu: f64,
+    /// E[cos²].
+    pub mean_sq: f64,
+    /// σ, population standard deviation over pairs.
+    pub sigma: f64,
+}
+
+impl Moments {
+    /// From Σ_{i≠j} cos and Σ_{i≠j} cos² over ordered pairs of `n` rows.
+    pub fn from_ordered_sums(n: u64, sum: f64, sum_sq: f64) -> Option<Moments> {
+        if n < 2 {
+            return None;
+        }
+        let ordered = n as f64 * (n as f64 - 1.0);
+        let mu = sum / ordered;
+        let mean_sq = sum_sq / ordered;
+        // Rounding can push a (near) zero variance slightly negative.
+        let sigma = (mean_sq - mu * mu).max(0.0).sqrt();
+        Some(Moments { rows: n, pairs: n * (n - 1) / 2, mu, mean_sq, sigma })
+    }
+}
+
+/// Running s = Σuᵢ, G = Σuᵢuᵢᵀ and the diagonal terms over the unit rows seen so far.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GramMoments {
+    pub counts: RowCounts,
+    dim: usize,
+    sum: Vec<f64>,
+    /// Σ‖uᵢ‖² and Σ‖uᵢ‖⁴ of the f32 unit rows actually used, so the diagonal is removed exactly.
+    sum_norm2: f64,
+    sum_norm4: f64,
+    gram: PackedGram,
+}
+
+impl GramMoments {
+    pub fn new(dim: usize) -> Self {
+        Self {
+            counts: RowCounts::default(),
+            dim,
+            sum: vec![0.0; kernel::padded_dim(dim)],
+            sum_norm2: 0.0,
+            sum_norm4: 0.0,
+            gram: PackedGram::new(dim),
+        }
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Adds kept unit rows (`dim_padded` each, at most [`kernel::MAX_CHUNK_ROWS`]).
+    pub fn add_unit_rows(&mut self, rows: &[f32]) {
+        let d = self.gram.dim_padded();
+        for row in rows.chunks_exact(d) {
+            let mut n2 = 0.0f64;
+            for (s, &x) in self.sum.iter_mut().zip(row) {
+                *s += x as f64;
+                n2 += x as f64 * x as f64;
+            }
+            self.sum_norm2 += n2;
+            self.sum_norm4 += n2 * n2;
+        }
+        kernel::gram_update(rows, &mut self.gram);
+    }
+
+    /// Exact moments over all pairs among the kept rows so far:
+    /// Σ_{i≠j} cos = ‖s‖² − Σ‖uᵢ‖², Σ_{i≠j} cos² = ‖G‖_F² − Σ‖uᵢ‖⁴ (`shared/paper.md` §1).
+    pub fn moments(&self) -> Option<Moments> {
+        let s2: f64 = self.sum.iter().map(|x| x * x).sum();
+        let g2 = self.gram.frobenius_sq();
+        Moments::from_ordered_sums(self.counts.kept, s2 - self.sum_norm2, g2 - self.sum_norm4)
+    }
+
+    /// Adds another worker's partial sums over a disjoint set of rows.
+    pub fn merge(&mut self, other: &GramMoments) {
+        self.counts.merge(&other.counts);
+        for (a, b) in self.sum.iter_mut().zip(&other.sum) {
+            *a += b;
+        }
+        self.sum_norm2 += other.sum_norm2;
+        self.sum_norm4 += other.sum_norm4;
+        self.gram.merge(&other.gram);
+    }
+
+    /// Bytes of accumulator memory (dominated by the d²/2 Gram triangle).
+    pub fn bytes(&self) -> usize {
+        self.gram.bytes() + self.sum.len() * 8
+    }
+}
+
+/// A histogram over `[lo, hi]` with equal bins; values outside land in the end bins' outside counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    pub lo: f64,
+    pub hi: f64,
+    /// `counts.len() + 1` bin edges.
+    pub edges: Vec<f64>,
+    pub counts: Vec<u64>,
+    /// Pairs below `lo` / above `hi` (only for a zoomed histogram).
+    pub below: u64,
+    pub above: u64,
+}
+
+impl Histogram {
+    pub fn new(lo: f64, hi: f64, bins: usize) -> Self {
+        let edges = (0..=bins).map(|i| lo + (hi - lo) * i as f64 / bins as f64).collect();
+        Self { lo, hi, edges, counts: vec![0; bins], below: 0, above: 0 }
+    }
+
+    #[inline]
+    pub fn add(&mut self, x: f64) {
+        let bins = self.counts.len();
+        if x < self.lo {
+            self.below += 1;
+        } else if x > self.hi {
+            self.above += 1;
+        } else {
+            let i = (((x - self.lo) / (self.hi - self.lo)) * bins as f64) as usize;
+            // x == hi belongs to the last bin.
+            if let Some(c) = self.counts.get_mut(i.min(bins.saturating_sub(1))) {
+                *c += 1;
+            }
+        }
+    }
+
+    pub fn merge(&mut self, o: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+        self.below += o.below;
+        self.above += o.above;
+    }
+}
+
+/// Bins over [−1, 1], as the paper's Fig. 1/2.
+pub const HISTOGRAM_BINS: usize = 300;
+/// The zoom of Fig. 1/2: [−0.2, 0.2].
+pub const ZOOM_HALF_WIDTH: f64 = 0.2;
+
+/// Individual cosines among a uniform sample of rows: histograms, and the moments needed for the
+/// uncertainty of a partial pass (the U-statistic variance terms ζ₁, ζ₂).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PairSample {
+    pub full: Histogram,
+    pub zoom: Histogram,
+    /// Σ cos^p for p = 1..4 over pairs i < j.
+    pub power_sums: [f64; 4],
+    pub pairs: u64,
+    /// Per sample row: Σ_j cos(i, j) and Σ_j cos²(i, j) over the other sample rows.
+    pub row_sum: Vec<f64>,
+    pub row_sum_sq: Vec<f64>,
+}
+
+impl PairSample {
+    pub fn new(rows: usize) -> Self {
+        Self {
+            full: Histogram::new(-1.0, 1.0, HISTOGRAM_BINS),
+            zoom: Histogram::new(-ZOOM_HALF_WIDTH, ZOOM_HALF_WIDTH, HISTOGRAM_BINS),
+            power_sums: [0.0; 4],
+            pairs: 0,
+            row_sum: vec![0.0; rows],
+            row_sum_sq: vec![0.0; rows],
+        }
+    }
+
+    /// Records cos(i, j) for sample rows i ≠ j.
+    #[inline]
+    pub fn add_pair(&mut self, i: usize, j: usize, cos: f32) {
+        // Rounding can carry |cos| a hair past 1 for (near) duplicate rows.
+        let c = (cos as f64).clamp(-1.0, 1.0);
+        self.full.add(c);
+        self.zoom.add(c);
+        let c2 = c * c;
+        self.power_sums[0] += c;
+        self.power_sums[1] += c2;
+        self.power_sums[2] += c2 * c;
+        self.power_sums[3] += c2 * c2;
+        self.pairs += 1;
+        for k in [i, j] {
+            if let (Some(s), Some(s2)) = (self.row_sum.get_mut(k), self.row_sum_sq.get_mut(k)) {
+                *s += c;
+                *s2 += c2;
+            }
+        }
+    }
+
+    /// Number of sample rows.
+    pub fn rows(&self) -> usize {
+        self.row_sum.len()
+    }
+
+    /// μ, σ of the sampled pairs.
+    pub fn moments(&self) -> Option<Moments> {
+        let n = self.rows() as u64;
+        Moments::from_ordered_sums(n, 2.0 * self.power_sums[0], 2.0 * self.power_sums[1])
+    }
+}
