@@ -98,3 +98,54 @@ pub struct Report {
     pub peak_wasm_bytes: Option<u64>,
     pub caveat: String,
 }
+
+/// "3.99 × 10⁷" for a capacity given as log10 (plain digits below 10⁴).
+pub fn scientific_from_log10(log10: f64) -> String {
+    if !log10.is_finite() {
+        return "∞".to_string();
+    }
+    if log10 < 4.0 {
+        return format!("{:.0}", 10f64.powf(log10));
+    }
+    let mut exponent = log10.floor();
+    let mut mantissa = 10f64.powf(log10 - exponent);
+    // 9.996 would print as "10.00 × 10ⁿ".
+    if (mantissa * 100.0).round() >= 1000.0 {
+        mantissa /= 10.0;
+        exponent += 1.0;
+    }
+    format!("{mantissa:.2} × 10{}", superscript(exponent as i64))
+}
+
+fn superscript(n: i64) -> String {
+    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+    let mut s: String = n.unsigned_abs().to_string().chars().filter_map(|c| c.to_digit(10).map(|d| DIGITS[d as usize])).collect();
+    if n < 0 {
+        s.insert(0, '⁻');
+    }
+    s
+}
+
+/// A statistic to `digits` significant digits (the paper's ε is reliable to about 4).
+pub fn significant(x: f64, digits: usize) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    let decimals = (digits as i32 - 1 - magnitude).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacities_print_like_the_paper() {
+        assert_eq!(scientific_from_log10(7.0_f64 + 3.99f64.log10()), "3.99 × 10⁷");
+        assert_eq!(scientific_from_log10(20.0 + 9.999f64.log10()), "1.00 × 10²¹");
+        assert_eq!(scientific_from_log10(277f64.log10()), "277");
+        assert_eq!(significant(0.064501, 4), "0.06450");
+        assert_eq!(significant(-0.00123456, 3), "-0.00123");
+    }
+}

@@ -39,14 +39,15 @@ pub fn check_range(file: &str, offset: u64, len: u64, file_len: u64) -> Result<(
 }
 
 /// Bytes held in memory: tests, generated fixtures and the built-in demos.
+/// The bytes are shared, so a cached demo can be analysed again without a copy.
 pub struct SliceSource {
     name: String,
-    bytes: Vec<u8>,
+    bytes: std::sync::Arc<Vec<u8>>,
 }
 
 impl SliceSource {
-    pub fn new(name: impl Into<String>, bytes: Vec<u8>) -> Self {
-        Self { name: name.into(), bytes }
+    pub fn new(name: impl Into<String>, bytes: impl Into<std::sync::Arc<Vec<u8>>>) -> Self {
+        Self { name: name.into(), bytes: bytes.into() }
     }
 }
 

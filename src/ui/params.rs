@@ -1,0 +1,35 @@
+//! URL parameters (`shared/design.md`, testing contract): `?exact=1`, `?seed=N`, `?demo=NAME`,
+//! `?embed=1`, and `?rows=N` (stop after N rows with an estimate).
+
+use web_sys::UrlSearchParams;
+
+use crate::plan::DEFAULT_SEED;
+use crate::synth::DEFAULT_DEMO;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// Force the exact full pass (no early stop).
+    pub exact: bool,
+    pub seed: u64,
+    /// Demo to open with (the default demo when no parameter is given).
+    pub demo: String,
+    pub embed: bool,
+    pub rows: Option<u64>,
+}
+
+impl Params {
+    pub fn from_location() -> Params {
+        let search = web_sys::window().and_then(|w| w.location().search().ok()).unwrap_or_default();
+        let q = UrlSearchParams::new_with_str(&search).ok();
+        let get = |k: &str| q.as_ref().and_then(|q| q.get(k));
+        let flag = |k: &str| get(k).is_some_and(|v| v == "1" || v == "true");
+        let exact = flag("exact");
+        Params {
+            exact,
+            seed: get("seed").and_then(|s| s.trim().parse().ok()).unwrap_or(DEFAULT_SEED),
+            demo: get("demo").filter(|d| !d.is_empty()).unwrap_or_else(|| DEFAULT_DEMO.to_string()),
+            embed: flag("embed"),
+            rows: if exact { None } else { get("rows").and_then(|s| s.trim().parse().ok()) },
+        }
+    }
+}

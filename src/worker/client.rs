@@ -1,0 +1,133 @@
+//! The page's handle on the analysis worker: spawn, send, cancel (terminate and respawn).
+//!
+//! Cancel terminates the worker outright, so it stops at once whatever the kernel is doing; a fresh
+//! worker takes its place and requests wait until it says "ready".
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Object, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, File, MessageEvent, Worker};
+
+use super::protocol::{Envelope, Request, Response};
+
+/// Where the worker's loader sits, relative to the page (works under any `--public-url`).
+const WORKER_URL: &str = "./worker_loader.js";
+
+type Handler = Rc<dyn Fn(Envelope)>;
+
+struct Inner {
+    worker: Option<Worker>,
+    ready: bool,
+    /// A request waiting for "ready".
+    pending: Option<(Request, Option<File>)>,
+    handler: Handler,
+    /// Closures kept alive as long as their worker.
+    _closures: Vec<Closure<dyn FnMut(JsValue)>>,
+}
+
+/// A cheap-to-clone handle.
+#[derive(Clone)]
+pub struct WorkerClient {
+    inner: Rc<RefCell<Inner>>,
+}
+
+impl WorkerClient {
+    pub fn new(handler: impl Fn(Envelope) + 'static) -> Self {
+        let client = WorkerClient {
+            inner: Rc::new(RefCell::new(Inner {
+                worker: None,
+                ready: false,
+                pending: None,
+                handler: Rc::new(handler),
+                _closures: Vec::new(),
+            })),
+        };
+        client.spawn();
+        client
+    }
+
+    fn spawn(&self) {
+        let worker = match Worker::new(WORKER_URL) {
+            Ok(w) => w,
+            Err(e) => {
+                let handler = self.inner.borrow().handler.clone();
+                handler(Envelope { run: 0, response: Response::Failed { message: format!("could not start the analysis worker: {e:?}") } });
+                return;
+            }
+        };
+        let weak = Rc::downgrade(&self.inner);
+        let on_message = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
+            let Some(inner) = weak.upgrade() else { return };
+            let Ok(event) = event.dyn_into::<MessageEvent>() else { return };
+            let Some(json) = event.data().as_string() else { return };
+            let Ok(envelope) = serde_json::from_str::<Envelope>(&json) else { return };
+            if envelope.response == Response::Ready {
+                let client = WorkerClient { inner: inner.clone() };
+                client.inner.borrow_mut().ready = true;
+                let pending = client.inner.borrow_mut().pending.take();
+                if let Some((request, file)) = pending {
+                    client.send(request, file);
+                }
+                return;
+            }
+            let handler = inner.borrow().handler.clone();
+            handler(envelope);
+        });
+        let weak = Rc::downgrade(&self.inner);
+        let on_error = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
+            let Some(inner) = weak.upgrade() else { return };
+            let detail = event.dyn_ref::<ErrorEvent>().map(|e| e.message()).unwrap_or_default();
+            let handler = inner.borrow().handler.clone();
+            handler(Envelope { run: 0, response: Response::Failed { message: format!("the analysis worker failed: {detail}") } });
+            // Replace the broken worker so the next file works.
+            WorkerClient { inner }.restart();
+        });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        let mut inner = self.inner.borrow_mut();
+        inner.worker = Some(worker);
+        inner.ready = false;
+        // The old closures may be the very one running now (onerror → restart): dropping it here
+        // would invalidate it mid-call, so it is leaked instead (a few bytes per restart).
+        for old in std::mem::replace(&mut inner._closures, vec![on_message, on_error]) {
+            old.forget();
+        }
+    }
+
+    /// Sends a request (after "ready" if the worker is still starting).
+    pub fn send(&self, request: Request, file: Option<File>) {
+        let mut inner = self.inner.borrow_mut();
+        if !inner.ready {
+            inner.pending = Some((request, file));
+            return;
+        }
+        let Some(worker) = inner.worker.as_ref() else { return };
+        let Ok(json) = serde_json::to_string(&request) else { return };
+        let message = Object::new();
+        let _ = Reflect::set(&message, &"json".into(), &JsValue::from_str(&json));
+        if let Some(file) = file {
+            let _ = Reflect::set(&message, &"file".into(), &file);
+        }
+        if let Err(e) = worker.post_message(&message) {
+            drop(inner);
+            let handler = self.inner.borrow().handler.clone();
+            handler(Envelope { run: 0, response: Response::Failed { message: format!("could not reach the analysis worker: {e:?}") } });
+        }
+    }
+
+    /// Stops whatever runs, at once, and starts a fresh worker.
+    pub fn restart(&self) {
+        {
+            let mut inner = self.inner.borrow_mut();
+            if let Some(w) = inner.worker.take() {
+                w.terminate();
+            }
+            inner.pending = None;
+            inner.ready = false;
+        }
+        self.spawn();
+    }
+}

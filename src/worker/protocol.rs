@@ -1,0 +1,61 @@
+//! Messages between the page and the worker, sent as JSON text (u64 counts survive intact, unlike
+//! a structured-clone of numbers) next to the `File` handle when there is one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::Progress;
+use crate::format::TensorInfo;
+use crate::report::Report;
+
+/// What to read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SourceSpec {
+    /// The `File` attached to the message.
+    File,
+    /// A built-in demo, generated in the worker (`synth::demo`).
+    Demo(String),
+}
+
+/// Page → worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// Read the header, locate the embedding (or take `tensor`), and analyse it.
+    Analyze {
+        /// Echoed in every response about this run, so late messages of an older run are ignored.
+        run: u64,
+        source: SourceSpec,
+        tensor: Option<String>,
+        seed: u64,
+        /// Stop after this many rows with an estimate (None: exact).
+        stop_after_rows: Option<u64>,
+    },
+    /// Finish the current step and report the estimate so far.
+    StopEarly,
+}
+
+/// Worker → page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    /// The worker's message handler is installed; requests sent before this are lost.
+    Ready,
+    /// The header was read: the tensors on offer and the one being analysed.
+    Opened {
+        file: String,
+        format: String,
+        tensors: Vec<TensorInfo>,
+        candidates: Vec<usize>,
+        chosen: String,
+        reason: String,
+        unembedding: Option<String>,
+    },
+    Progress(Progress),
+    Done(Report),
+    Failed { message: String },
+}
+
+/// A response tagged with the run it belongs to (0 for `Ready`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub run: u64,
+    pub response: Response,
+}

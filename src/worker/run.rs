@@ -1,0 +1,176 @@
+//! The worker's side: receive a request, open the source, step the analysis from the event loop,
+//! post progress and the report.
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+use js_sys::{Object, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageChannel, MessageEvent};
+
+use super::blob_source::BlobSource;
+use super::protocol::{Envelope, Request, Response, SourceSpec};
+use crate::analysis::{Analysis, AnalysisConfig, Origin, Phase};
+use crate::format::read_model;
+use crate::locate::{choose, locate};
+use crate::source::{ByteSource, SliceSource};
+use crate::synth;
+
+thread_local! {
+    /// Bumped by every new request; a running loop that sees a newer generation stops.
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
+    static STOP_EARLY: Cell<bool> = const { Cell::new(false) };
+    /// The last generated demo, so switching tensors does not regenerate it.
+    static DEMO_CACHE: RefCell<Option<(String, Arc<Vec<u8>>)>> = const { RefCell::new(None) };
+}
+
+fn scope() -> DedicatedWorkerGlobalScope {
+    js_sys::global().unchecked_into()
+}
+
+fn post(run: u64, response: Response) {
+    if let Ok(json) = serde_json::to_string(&Envelope { run, response }) {
+        let _ = scope().post_message(&JsValue::from_str(&json));
+    }
+}
+
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+/// Installs the message handler and says "ready".
+pub fn start() {
+    console_error_panic_hook::set_once();
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|event: MessageEvent| {
+        let data = event.data();
+        let json = Reflect::get(&data, &"json".into()).ok().and_then(|v| v.as_string());
+        let request = json.and_then(|j| serde_json::from_str::<Request>(&j).ok());
+        match request {
+            Some(Request::StopEarly) => STOP_EARLY.with(|s| s.set(true)),
+            Some(Request::Analyze { run: generation, source, tensor, seed, stop_after_rows }) => {
+                let file = Reflect::get(&data, &"file".into()).ok().and_then(|f| f.dyn_into::<File>().ok());
+                GENERATION.with(|g| g.set(generation));
+                STOP_EARLY.with(|s| s.set(false));
+                wasm_bindgen_futures::spawn_local(async move {
+                    if let Err(message) = analyze(generation, source, file, tensor, seed, stop_after_rows).await {
+                        post(generation, Response::Failed { message });
+                    }
+                });
+            }
+            None => post(0, Response::Failed { message: "internal: unreadable request".into() }),
+        }
+    });
+    scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    post(0, Response::Ready);
+}
+
+/// Opens the source named by the request.
+fn open_source(source: &SourceSpec, file: Option<File>) -> Result<Box<dyn ByteSource>, String> {
+    match source {
+        SourceSpec::File => {
+            let file = file.ok_or("internal: no file attached to the request")?;
+            let name = file.name();
+            let blob: Blob = file.into();
+            Ok(Box::new(BlobSource::new(name, blob).map_err(|e| e.to_string())?))
+        }
+        SourceSpec::Demo(name) => {
+            let cached = DEMO_CACHE.with(|c| c.borrow().as_ref().filter(|(n, _)| n == name).map(|(_, b)| b.clone()));
+            let bytes = match cached {
+                Some(b) => b,
+                None => {
+                    let (_, bytes) = synth::demo(name).ok_or_else(|| {
+                        let names: Vec<&str> = synth::DEMOS.iter().map(|d| d.0).collect();
+                        format!("no built-in demo named '{name}' (try {})", names.join(", "))
+                    })?;
+                    let bytes = Arc::new(bytes);
+                    DEMO_CACHE.with(|c| *c.borrow_mut() = Some((name.clone(), bytes.clone())));
+                    bytes
+                }
+            };
+            Ok(Box::new(SliceSource::new(format!("demo-{name}.safetensors"), bytes)))
+        }
+    }
+}
+
+async fn analyze(
+    generation: u64,
+    source: SourceSpec,
+    file: Option<File>,
+    tensor: Option<String>,
+    seed: u64,
+    stop_after_rows: Option<u64>,
+) -> Result<(), String> {
+    let started = now_ms();
+    let source = open_source(&source, file)?;
+    let model = read_model(source.as_ref(), 0).map_err(|e| e.to_string())?;
+    let located = locate(&model);
+    let file_name = source.name().to_string();
+    let (info, reason) = choose(&model, tensor.as_deref(), &file_name).map_err(|e| e.to_string())?;
+    post(generation, Response::Opened {
+        file: file_name.clone(),
+        format: model.format.clone(),
+        tensors: model.tensors.clone(),
+        candidates: located.candidates.clone(),
+        chosen: info.name.clone(),
+        reason: reason.clone(),
+        unembedding: located.unembedding.and_then(|i| model.tensors.get(i)).map(|t| t.name.clone()),
+    });
+    let origin = Origin { file: file_name, format: model.format.clone(), tensor_reason: reason };
+    let config = AnalysisConfig { seed, stop_after_rows, ..AnalysisConfig::default() };
+    let mut analysis = Analysis::new(source, info, origin, config).map_err(|e| e.to_string())?;
+    let mut last_post = now_ms();
+    loop {
+        let phase = analysis.step().map_err(|e| e.to_string())?;
+        if phase == Phase::Done || STOP_EARLY.with(|s| s.get()) {
+            break;
+        }
+        if now_ms() - last_post > 150.0 {
+            post(generation, Response::Progress(analysis.progress()));
+            last_post = now_ms();
+            // A task boundary: lets a StopEarly or a new request in.
+            yield_task().await;
+        } else {
+            // Each step must be a fresh call from JavaScript: V8 never swaps optimised code into a
+            // wasm call already running (`shared/toolchain.md`, "V8 tier-up trap").
+            yield_microtask().await;
+        }
+        if GENERATION.with(|g| g.get()) != generation {
+            return Ok(());
+        }
+    }
+    let mut report = analysis.report(now_ms() - started).map_err(|e| e.to_string())?;
+    report.peak_wasm_bytes = wasm_memory_bytes();
+    post(generation, Response::Done(report));
+    Ok(())
+}
+
+/// Current size of this instance's linear memory (it only grows, so this is the peak).
+fn wasm_memory_bytes() -> Option<u64> {
+    let memory = wasm_bindgen::memory();
+    let buffer = Reflect::get(&memory, &"buffer".into()).ok()?;
+    let len = Reflect::get(&buffer, &"byteLength".into()).ok()?.as_f64()?;
+    Some(len as u64)
+}
+
+async fn yield_microtask() {
+    let _ = wasm_bindgen_futures::JsFuture::from(Promise::resolve(&JsValue::UNDEFINED)).await;
+}
+
+/// Yields to the event loop through a MessageChannel (no 4 ms clamp, unlike nested setTimeout).
+async fn yield_task() {
+    let Ok(channel) = MessageChannel::new() else {
+        return yield_microtask().await;
+    };
+    let promise = Promise::new(&mut |resolve, _reject| {
+        let port1 = channel.port1();
+        let resolve_fn = resolve.clone();
+        let cb = Closure::once_into_js(move || {
+            let _ = resolve_fn.call0(&JsValue::UNDEFINED);
+        });
+        port1.set_onmessage(Some(cb.unchecked_ref()));
+        let _ = channel.port2().post_message(&Object::new());
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
