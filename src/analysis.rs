@@ -94,10 +94,11 @@ pub struct Analysis {
     pair_block: usize,
     gram: GramMoments,
     next_block: usize,
-    /// Reused buffers: raw bytes, decoded rows, unit rows.
+    /// Reused buffers: raw bytes, decoded rows, sample dot products, f64 unit rows of the pass.
     raw: Vec<u8>,
     decoded: Vec<f32>,
     units: Vec<f32>,
+    wide: Vec<f64>,
 }
 
 impl Analysis {
@@ -145,6 +146,7 @@ impl Analysis {
             raw: Vec::new(),
             decoded: Vec::new(),
             units: Vec::new(),
+            wide: Vec::new(),
             tensor,
             config,
         })
@@ -260,25 +262,25 @@ impl Analysis {
         let end = (self.next_block + blocks_per_step).min(target);
         let d = self.dim_padded;
         let mut kept = 0usize;
-        self.units.resize(MAX_CHUNK_ROWS.max(self.plan.block_rows as usize) * d, 0.0);
+        self.wide.resize(MAX_CHUNK_ROWS * d, 0.0);
         for bi in self.next_block..end {
             let (first, stop) = self.plan.block_range(self.plan.blocks[bi]);
             let count = (stop - first) as usize;
             self.read_rows(first, count)?;
             for r in 0..count {
-                let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.units[kept * d..(kept + 1) * d]);
+                let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.wide[kept * d..(kept + 1) * d]);
                 self.gram.counts.record(fate);
                 if fate == RowFate::Kept {
                     kept += 1;
                     if kept == MAX_CHUNK_ROWS {
-                        self.gram.add_unit_rows(&self.units[..kept * d]);
+                        self.gram.add_unit_rows(&self.wide[..kept * d]);
                         kept = 0;
                     }
                 }
             }
         }
         if kept > 0 {
-            self.gram.add_unit_rows(&self.units[..kept * d]);
+            self.gram.add_unit_rows(&self.wide[..kept * d]);
         }
         self.next_block = end;
         if self.next_block >= target {

@@ -113,6 +113,9 @@ pub fn choose(model: &ModelInfo, name: Option<&str>, file: &str) -> Result<(Tens
             match model.tensors.iter().find(|t| EMBEDDING_NAMES.contains(&t.name.as_str())) {
                 Some(t) => match t.matrix() {
                     None => crate::Error::NotAMatrix { tensor: t.name.clone(), shape: t.shape.clone() },
+                    Some((rows, dim)) if rows == 0 || dim == 0 => {
+                        crate::Error::Empty { tensor: t.name.clone(), shape: t.shape.clone() }
+                    }
                     Some(_) => crate::Error::Decode {
                         tensor: t.name.clone(),
                         source: crate::format::decode::DecodeError::Unsupported(t.dtype.name().to_string()),

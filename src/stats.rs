@@ -16,9 +16,10 @@ pub enum RowFate {
     NonFinite,
 }
 
-/// Normalises one row to unit length into `out` (zero-padded to `out.len()`).
-/// The norm is taken in f64 so that tiny and huge rows normalise alike.
-pub fn normalise_row(row: &[f32], out: &mut [f32]) -> RowFate {
+/// Normalises one row to unit length into `out` (zero-padded to `out.len()`), in `f32` or `f64`.
+/// The norm is taken in f64 so that tiny and huge rows normalise alike. The exact pass keeps f64
+/// unit rows: rounding them to f32 alone moves μ by up to 1e-8.
+pub fn normalise_row<T: UnitValue>(row: &[f32], out: &mut [T]) -> RowFate {
     let mut norm_sq = 0.0f64;
     for &x in row {
         if !x.is_finite() {
@@ -31,12 +32,27 @@ pub fn normalise_row(row: &[f32], out: &mut [f32]) -> RowFate {
     }
     let inv = 1.0 / norm_sq.sqrt();
     for (o, &x) in out.iter_mut().zip(row) {
-        *o = (x as f64 * inv) as f32;
+        *o = T::from_f64(x as f64 * inv);
     }
     for o in out.iter_mut().skip(row.len()) {
-        *o = 0.0;
+        *o = T::from_f64(0.0);
     }
     RowFate::Kept
+}
+
+/// The element types unit rows are kept in.
+pub trait UnitValue: Copy {
+    fn from_f64(x: f64) -> Self;
+}
+impl UnitValue for f32 {
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+}
+impl UnitValue for f64 {
+    fn from_f64(x: f64) -> Self {
+        x
+    }
 }
 
 /// Counts of rows seen, kept and dropped.
@@ -84,16 +100,21 @@ pub struct Moments {
 }
 
 impl Moments {
-    /// From Σ_{i≠j} cos and Σ_{i≠j} cos² over ordered pairs of `n` rows.
-    pub fn from_ordered_sums(n: u64, sum: f64, sum_sq: f64) -> Option<Moments> {
+    /// From Σ_{i≠j} cos and Σ_{i≠j} cos² over ordered pairs of `n` rows. `magnitude` bounds the
+    /// size of the terms these sums were obtained from by subtraction (0 when summed directly).
+    pub fn from_ordered_sums(n: u64, sum: f64, sum_sq: f64, magnitude: f64) -> Option<Moments> {
         if n < 2 {
             return None;
         }
         let ordered = n as f64 * (n as f64 - 1.0);
         let mu = sum / ordered;
         let mean_sq = sum_sq / ordered;
-        // Rounding can push a (near) zero variance slightly negative.
-        let sigma = (mean_sq - mu * mu).max(0.0).sqrt();
+        // σ² = E[cos²] − μ² cancels when σ ≪ |μ| (near-identical rows, or V = 2 where σ = 0 by
+        // definition). A variance inside the rounding noise of the terms it came from is zero, not
+        // √(noise) ≈ 1e-8: the formula cannot resolve it.
+        let var = mean_sq - mu * mu;
+        let noise = 64.0 * f64::EPSILON * (magnitude / ordered + mean_sq.abs());
+        let sigma = if var <= noise { 0.0 } else { var.sqrt() };
         Some(Moments { rows: n, pairs: n * (n - 1) / 2, mu, mean_sq, sigma })
     }
 }
@@ -108,6 +129,8 @@ pub struct GramMoments {
     sum_norm2: f64,
     sum_norm4: f64,
     gram: PackedGram,
+    /// The chunk packed for the kernel (reused).
+    wide: Vec<f64>,
 }
 
 impl GramMoments {
@@ -119,6 +142,7 @@ impl GramMoments {
             sum_norm2: 0.0,
             sum_norm4: 0.0,
             gram: PackedGram::new(dim),
+            wide: Vec::new(),
         }
     }
 
@@ -127,18 +151,19 @@ impl GramMoments {
     }
 
     /// Adds kept unit rows (`dim_padded` each, at most [`kernel::MAX_CHUNK_ROWS`]).
-    pub fn add_unit_rows(&mut self, rows: &[f32]) {
+    pub fn add_unit_rows(&mut self, rows: &[f64]) {
         let d = self.gram.dim_padded();
         for row in rows.chunks_exact(d) {
             let mut n2 = 0.0f64;
             for (s, &x) in self.sum.iter_mut().zip(row) {
-                *s += x as f64;
-                n2 += x as f64 * x as f64;
+                *s += x;
+                n2 += x * x;
             }
             self.sum_norm2 += n2;
             self.sum_norm4 += n2 * n2;
         }
-        kernel::gram_update(rows, &mut self.gram);
+        let k = kernel::pack_rows(rows, d, &mut self.wide);
+        kernel::gram_update(&self.wide, k, &mut self.gram);
     }
 
     /// Exact moments over all pairs among the kept rows so far:
@@ -146,7 +171,8 @@ impl GramMoments {
     pub fn moments(&self) -> Option<Moments> {
         let s2: f64 = self.sum.iter().map(|x| x * x).sum();
         let g2 = self.gram.frobenius_sq();
-        Moments::from_ordered_sums(self.counts.kept, s2 - self.sum_norm2, g2 - self.sum_norm4)
+        let magnitude = g2 + self.sum_norm4 + 2.0 * (s2 + self.sum_norm2);
+        Moments::from_ordered_sums(self.counts.kept, s2 - self.sum_norm2, g2 - self.sum_norm4, magnitude)
     }
 
     /// Adds another worker's partial sums over a disjoint set of rows.
@@ -270,6 +296,6 @@ impl PairSample {
     /// μ, σ of the sampled pairs.
     pub fn moments(&self) -> Option<Moments> {
         let n = self.rows() as u64;
-        Moments::from_ordered_sums(n, 2.0 * self.power_sums[0], 2.0 * self.power_sums[1])
+        Moments::from_ordered_sums(n, 2.0 * self.power_sums[0], 2.0 * self.power_sums[1], 0.0)
     }
 }

@@ -3,7 +3,7 @@
 use half::{bf16, f16};
 use thiserror::Error;
 
-use super::DType;
+use super::{ggml, DType};
 
 /// Why rows could not be decoded.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -60,6 +60,8 @@ pub fn decode_rows(raw: &[u8], dtype: &DType, dim: usize, out: &mut [f32]) -> Re
                 *o = f16::from_bits((b as u16) << 8).to_f32();
             }
         }
+        // Rows are whole blocks (checked above via bytes_for), so all rows decode in one pass.
+        q if ggml::is_quantised(q) => ggml::dequantize(q, raw, out)?,
         other => return Err(DecodeError::Unsupported(other.name().to_string())),
     }
     Ok(())

@@ -2,6 +2,10 @@
 //! raw row bytes of any supported [`DType`] into `f32`.
 
 pub mod decode;
+pub mod fixtures;
+pub mod ggml;
+pub mod gguf;
+pub mod npy;
 pub mod safetensors;
 
 use serde::{Deserialize, Serialize};
@@ -224,12 +228,97 @@ pub enum FormatError {
     /// Start offset after end offset.
     #[error("{file}: tensor '{tensor}' has data_offsets [{start}, {end}], start after end")]
     BadOffsets { file: String, tensor: String, start: u64, end: u64 },
+    /// The file does not start with the GGUF magic (only when the GGUF reader is called directly).
+    #[error("{file}: not a GGUF file (starts with bytes {magic}, expected \"GGUF\")")]
+    GgufBadMagic { file: String, magic: String },
+    /// A GGUF version other than 2 or 3 (1 is the 2023 pre-release layout with 32-bit counts).
+    #[error("{file}: GGUF version {version} is not supported; Orthoscope reads versions 2 and 3{}", gguf_version_hint(*.version))]
+    GgufUnsupportedVersion { file: String, version: u32 },
+    /// The GGUF header ends inside a field: the file is shorter than its header.
+    #[error("{file}: GGUF header truncated: {what} at offset {offset} runs past the end of the file ({file_len} bytes)")]
+    GgufTruncated { file: String, offset: u64, what: String, file_len: u64 },
+    /// A metadata value type id that GGUF does not define (valid ids are 0–12).
+    #[error("{file}: metadata key '{key}' at offset {offset} has unknown GGUF value type {value_type} (valid: 0–12)")]
+    GgufBadValueType { file: String, offset: u64, key: String, value_type: u32 },
+    /// A string length or element count that cannot fit in what remains of the file.
+    #[error("{file}: {what} at offset {offset} declares {claimed} {unit}, needing at least {needed} bytes, but only {available} bytes remain in the file (corrupt or hostile file)")]
+    GgufTooLarge { file: String, offset: u64, what: String, claimed: u64, unit: &'static str, needed: String, available: u64 },
+    /// A count, length or nesting depth beyond a fixed sanity limit of the GGUF reader.
+    #[error("{file}: {what} at offset {offset} is {value}, over this reader's limit of {limit} (corrupt or hostile file)")]
+    GgufOverLimit { file: String, offset: u64, what: String, value: u64, limit: u64 },
+    /// A metadata key Orthoscope interprets holds a value of the wrong type.
+    #[error("{file}: metadata key '{key}' at offset {offset} should be {expected} but is {found}")]
+    GgufWrongType { file: String, offset: u64, key: String, expected: &'static str, found: String },
+    /// `general.alignment` is zero or not a power of two.
+    #[error("{file}: general.alignment is {alignment}; it must be a non-zero power of two")]
+    GgufBadAlignment { file: String, alignment: u64 },
+    /// A tensor's ggml shape does not fit its type: a row that is not a whole number of blocks, or
+    /// an element count that overflows.
+    #[error("{file}: tensor '{tensor}': ggml shape ne={ne:?} of type {dtype}: {reason}")]
+    GgufBadShape { file: String, tensor: String, ne: Vec<u64>, dtype: String, reason: String },
+    /// Two GGUF tensor infos share a name, so the embedding could not be told apart.
+    #[error("{file}: tensor '{tensor}' is listed twice in the GGUF header")]
+    GgufDuplicateTensor { file: String, tensor: String },
+    /// The file does not start with the .npy magic (only when the npy reader is called directly).
+    #[error("{file}: not a .npy file (starts with bytes {magic}, expected \\x93NUMPY)")]
+    NpyBadMagic { file: String, magic: String },
+    /// A .npy format version other than 1.0, 2.0 or 3.0.
+    #[error("{file}: .npy format version {major}.{minor} is not supported; Orthoscope reads 1.0, 2.0 and 3.0")]
+    NpyUnsupportedVersion { file: String, major: u8, minor: u8 },
+    /// The .npy preamble or header runs past the end of the file.
+    #[error("{file}: .npy header truncated: {what} at offset {offset} runs past the end of the file ({file_len} bytes)")]
+    NpyTruncated { file: String, offset: u64, what: String, file_len: u64 },
+    /// The .npy header is not the Python dict literal numpy writes.
+    #[error("{file}: .npy header is not a valid numpy header dict: {reason}")]
+    NpyBadHeader { file: String, reason: String },
+    /// The array is stored in Fortran (column-major) order, so a token's row is not contiguous.
+    #[error("{file}: the array is stored in Fortran order (fortran_order: True); save it in C order, e.g. np.save(path, np.ascontiguousarray(arr))")]
+    NpyFortranOrder { file: String },
+    /// The .npy element type is not one Orthoscope decodes.
+    #[error("{file}: .npy dtype '{descr}' is not supported; Orthoscope reads little-endian floats '<f4', '<f2', '<f8' (convert with arr.astype('<f4'))")]
+    NpyUnsupportedDtype { file: String, descr: String },
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
 }
 
-/// Reads the header of a single model file, choosing the format by its first bytes.
+/// Extra words for [`FormatError::GgufUnsupportedVersion`]: why a version is refused.
+fn gguf_version_hint(version: u32) -> &'static str {
+    if version == 1 {
+        " (version 1 is the 2023 pre-release layout; re-convert the model with a current llama.cpp)"
+    } else if matches!(version.swap_bytes(), 2 | 3) {
+        " (this is a big-endian GGUF, which Orthoscope does not read)"
+    } else {
+        ""
+    }
+}
+
+/// Reads the header of a single model file, choosing the format by its first bytes: `GGUF` →
+/// [`gguf`], `\x93NUMPY` → [`npy`], anything else → [`safetensors`] (whose first 8 bytes are a
+/// length, so it has no magic of its own and keeps reporting its own errors for unknown files).
 pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, FormatError> {
-    safetensors::read_header(source, file)
+    let mut head = [0u8; 6];
+    let n = source.len().min(head.len() as u64) as usize;
+    let head = head.get_mut(..n).unwrap_or(&mut []);
+    source.read_at(0, head)?;
+    if head.starts_with(gguf::MAGIC) {
+        gguf::read_gguf(source, file).map(|(info, _)| info)
+    } else if head.starts_with(npy::MAGIC) {
+        npy::read_header(source, file)
+    } else {
+        safetensors::read_header(source, file)
+    }
+}
+
+/// The first bytes of a file, for error messages: printable ASCII as is, anything else as `\xNN`.
+pub(crate) fn show_magic(bytes: &[u8]) -> String {
+    let mut s = String::new();
+    for &b in bytes {
+        if b.is_ascii_graphic() || b == b' ' {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    format!("\"{s}\"")
 }

@@ -1,40 +1,36 @@
 //! Portable kernels: plain Rust, same tiling and arithmetic order as [`super::simd`].
 
-use super::{PackedGram, LANES, MAX_CHUNK_ROWS, TILE_A};
+use super::{PackedGram, TILE_A};
 
-/// See [`super::gram_update`].
-pub fn gram_update(rows: &[f32], g: &mut PackedGram) {
+/// See [`super::gram_update`]. Tiles of 4 × 4 entries of G, each summed over the chunk in f64 in
+/// row order (the order the f64x2 kernel keeps).
+pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
     let d = g.dim_padded();
-    if d == 0 {
+    if d == 0 || k == 0 || packed.len() < k * d {
         return;
     }
-    let k = (rows.len() / d).min(MAX_CHUNK_ROWS);
     for p in 0..g.panels() {
-        let a0 = p * TILE_A;
         let c0 = PackedGram::panel_start(p);
         let width = d - c0;
+        let a = &packed[p * k * 4..(p + 1) * k * 4];
         let panel = g.panel_mut(p);
-        let mut b0 = c0;
-        while b0 < d {
-            // One 4×8 tile, summed over the chunk in f32 (as the SIMD accumulators do).
-            let mut acc = [[0.0f32; LANES]; TILE_A];
-            for r in 0..k {
-                let row = &rows[r * d..(r + 1) * d];
-                let bs = &row[b0..b0 + LANES];
+        for jb in c0 / 4..d / 4 {
+            let b = &packed[jb * k * 4..(jb + 1) * k * 4];
+            let col = jb * 4 - c0;
+            let mut acc = [[0.0f64; 4]; TILE_A];
+            for (t, acc_t) in acc.iter_mut().enumerate() {
+                acc_t.copy_from_slice(&panel[t * width + col..t * width + col + 4]);
+            }
+            for (ar, br) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
                 for (t, acc_t) in acc.iter_mut().enumerate() {
-                    let s = row[a0 + t];
                     for (l, x) in acc_t.iter_mut().enumerate() {
-                        *x += s * bs[l];
+                        *x += ar[t] * br[l];
                     }
                 }
             }
             for (t, acc_t) in acc.iter().enumerate() {
-                let dst = &mut panel[t * width + (b0 - c0)..t * width + (b0 - c0) + LANES];
-                for (o, &x) in dst.iter_mut().zip(acc_t) {
-                    *o += x as f64;
-                }
+                panel[t * width + col..t * width + col + 4].copy_from_slice(acc_t);
             }
-            b0 += LANES;
         }
     }
 }

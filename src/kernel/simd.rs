@@ -1,4 +1,5 @@
-//! Explicit wasm simd128 kernels (f32x4). Same tiling and summation order as [`super::portable`].
+//! Explicit wasm simd128 kernels (f64x2 Gram, f32x4 dots). Same tiling and summation order as
+//! [`super::portable`].
 //!
 //! Written with intrinsics because LLVM leaves these loops mostly scalar on wasm32 (5–15 GFLOP/s
 //! against 31–34 for explicit f32x4, `shared/toolchain.md`). Bounds are checked once per call, before
@@ -6,70 +7,63 @@
 
 use core::arch::wasm32::*;
 
-use super::{PackedGram, LANES, MAX_CHUNK_ROWS, TILE_A};
+use super::{PackedGram, TILE_A};
 
-/// See [`super::gram_update`].
-pub fn gram_update(rows: &[f32], g: &mut PackedGram) {
+/// See [`super::gram_update`]. A 4×4 tile of G lives in eight f64x2 registers for the whole chunk;
+/// both operands stream contiguously from the packed panels.
+pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
     let d = g.dim_padded();
-    if d == 0 {
+    if d == 0 || k == 0 {
         return;
     }
-    let k = (rows.len() / d).min(MAX_CHUNK_ROWS);
-    let rows = &rows[..k * d];
+    assert!(packed.len() >= k * d && d % 4 == 0);
     for p in 0..g.panels() {
-        let a0 = p * TILE_A;
         let c0 = PackedGram::panel_start(p);
         let width = d - c0;
+        let a = &packed[p * k * 4..(p + 1) * k * 4];
         let panel = g.panel_mut(p);
-        assert!(panel.len() == TILE_A * width && a0 + TILE_A <= d);
-        let base = rows.as_ptr();
-        let mut b0 = c0;
-        while b0 < d {
-            // SAFETY: for r < k, r*d + a0 + 3 < k*d and r*d + b0 + 7 < k*d because a0 + 4 <= d,
-            // b0 + 8 <= d (d is a multiple of 8 and b0 steps by 8 from a multiple of 8).
-            let acc = unsafe {
-                let mut acc = [f32x4_splat(0.0); 2 * TILE_A];
+        assert!(panel.len() == TILE_A * width && width % 4 == 0);
+        let out = panel.as_mut_ptr();
+        for jb in c0 / 4..d / 4 {
+            let b = &packed[jb * k * 4..(jb + 1) * k * 4];
+            let col = jb * 4 - c0;
+            // SAFETY: a and b are k*4 long and r < k; panel offsets t*width + col + 3 < 4*width
+            // because col + 4 <= width (asserted lengths above).
+            unsafe {
+                let tile = |t: usize| out.add(t * width + col);
+                let mut acc = [f64x2_splat(0.0); 8];
+                for t in 0..TILE_A {
+                    acc[2 * t] = v128_load(tile(t) as *const v128);
+                    acc[2 * t + 1] = v128_load(tile(t).add(2) as *const v128);
+                }
+                let (pa, pb) = (a.as_ptr(), b.as_ptr());
                 let mut r = 0;
                 while r < k {
-                    let row = base.add(r * d);
-                    let vb0 = v128_load(row.add(b0) as *const v128);
-                    let vb1 = v128_load(row.add(b0 + 4) as *const v128);
-                    let s0 = f32x4_splat(*row.add(a0));
-                    let s1 = f32x4_splat(*row.add(a0 + 1));
-                    let s2 = f32x4_splat(*row.add(a0 + 2));
-                    let s3 = f32x4_splat(*row.add(a0 + 3));
-                    acc[0] = f32x4_add(acc[0], f32x4_mul(s0, vb0));
-                    acc[1] = f32x4_add(acc[1], f32x4_mul(s0, vb1));
-                    acc[2] = f32x4_add(acc[2], f32x4_mul(s1, vb0));
-                    acc[3] = f32x4_add(acc[3], f32x4_mul(s1, vb1));
-                    acc[4] = f32x4_add(acc[4], f32x4_mul(s2, vb0));
-                    acc[5] = f32x4_add(acc[5], f32x4_mul(s2, vb1));
-                    acc[6] = f32x4_add(acc[6], f32x4_mul(s3, vb0));
-                    acc[7] = f32x4_add(acc[7], f32x4_mul(s3, vb1));
+                    let ar = pa.add(r * 4);
+                    let br = pb.add(r * 4);
+                    let vb0 = v128_load(br as *const v128);
+                    let vb1 = v128_load(br.add(2) as *const v128);
+                    let s0 = v128_load64_splat(ar as *const u64);
+                    let s1 = v128_load64_splat(ar.add(1) as *const u64);
+                    let s2 = v128_load64_splat(ar.add(2) as *const u64);
+                    let s3 = v128_load64_splat(ar.add(3) as *const u64);
+                    acc[0] = f64x2_add(acc[0], f64x2_mul(s0, vb0));
+                    acc[1] = f64x2_add(acc[1], f64x2_mul(s0, vb1));
+                    acc[2] = f64x2_add(acc[2], f64x2_mul(s1, vb0));
+                    acc[3] = f64x2_add(acc[3], f64x2_mul(s1, vb1));
+                    acc[4] = f64x2_add(acc[4], f64x2_mul(s2, vb0));
+                    acc[5] = f64x2_add(acc[5], f64x2_mul(s2, vb1));
+                    acc[6] = f64x2_add(acc[6], f64x2_mul(s3, vb0));
+                    acc[7] = f64x2_add(acc[7], f64x2_mul(s3, vb1));
                     r += 1;
                 }
-                acc
-            };
-            for t in 0..TILE_A {
-                let off = t * width + (b0 - c0);
-                let dst = &mut panel[off..off + LANES];
-                flush(acc[2 * t], &mut dst[0..4]);
-                flush(acc[2 * t + 1], &mut dst[4..8]);
+                for t in 0..TILE_A {
+                    v128_store(tile(t) as *mut v128, acc[2 * t]);
+                    v128_store(tile(t).add(2) as *mut v128, acc[2 * t + 1]);
+                }
             }
-            b0 += LANES;
         }
     }
-}
-
-/// Adds four f32 lanes into four f64 accumulators.
-#[inline(always)]
-fn flush(v: v128, dst: &mut [f64]) {
-    let lo = f64x2_promote_low_f32x4(v);
-    let hi = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(v, v));
-    dst[0] += f64x2_extract_lane::<0>(lo);
-    dst[1] += f64x2_extract_lane::<1>(lo);
-    dst[2] += f64x2_extract_lane::<0>(hi);
-    dst[3] += f64x2_extract_lane::<1>(hi);
 }
 
 /// See [`super::dots`]. Two rows of `a` against two rows of `b` at a time, four lanes each.
