@@ -58,6 +58,9 @@ pub struct State {
     /// What is being analysed, for the header line ("demo: trained-like", "model.safetensors").
     pub source_label: RwSignal<String>,
     pub exact_only: RwSignal<bool>,
+    /// Id of the current run, `data-run` on the report element: a watcher can tell a new result
+    /// from the previous one.
+    pub run: RwSignal<u64>,
 }
 
 impl State {
@@ -70,6 +73,7 @@ impl State {
             opened: RwSignal::new(None),
             source_label: RwSignal::new(String::new()),
             exact_only: RwSignal::new(false),
+            run: RwSignal::new(0),
         }
     }
 }
@@ -155,6 +159,7 @@ pub fn start(state: State, source: SourceSpec, file: Option<File>, tensor: Optio
         let Some(c) = c.as_mut() else { return };
         // A previous run still going stops at its next step when it sees the new run id.
         c.run += 1;
+        state.run.set(c.run);
         c.current = Some((source.clone(), file.clone()));
         let request = Request::Analyze {
             run: c.run,

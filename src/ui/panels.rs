@@ -162,6 +162,7 @@ pub fn ReportPanel(
             class="report"
             data-testid="report"
             data-status=move || state.status.get().as_str()
+            data-run=move || state.run.get().to_string()
             data-report=json
         >
             {move || match state.status.get() {
@@ -247,6 +248,7 @@ pub fn EmbedCard(
             class="embed"
             data-testid="report"
             data-status=move || state.status.get().as_str()
+            data-run=move || state.run.get().to_string()
             data-report=move || state.report.get().and_then(|r| serde_json::to_string(&r).ok())
         >
             {move || match (state.status.get(), state.report.get()) {

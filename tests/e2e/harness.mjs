@@ -76,12 +76,95 @@ export async function launch(baseUrl) {
   };
 }
 
-/** Waits for the report element to reach a final status; returns {status, report, text}. */
-export async function finalReport(page, timeout = 600_000) {
-  await page.waitForSelector('[data-testid="report"][data-status="done"], [data-testid="report"][data-status="error"]', { timeout });
+/** The run id on the report element (`data-run`), to tell the next result from this one. */
+export async function currentRun(page) {
+  return Number(await page.getAttribute('[data-testid="report"]', "data-run"));
+}
+
+/** Waits for the report element to reach a final status for a run after `afterRun` (if given);
+ *  returns {status, report, text, run}. */
+export async function finalReport(page, timeout = 600_000, afterRun = -1) {
+  await page.waitForFunction(
+    (after) => {
+      const el = document.querySelector('[data-testid="report"]');
+      if (!el || Number(el.getAttribute("data-run")) <= after) return false;
+      const s = el.getAttribute("data-status");
+      return s === "done" || s === "error";
+    },
+    afterRun,
+    { timeout, polling: 100 },
+  );
   return page.$eval('[data-testid="report"]', (el) => ({
+    run: Number(el.getAttribute("data-run")),
     status: el.getAttribute("data-status"),
     report: el.getAttribute("data-report") ? JSON.parse(el.getAttribute("data-report")) : null,
     text: el.textContent,
   }));
+}
+
+import { execFileSync } from "node:child_process";
+import { mkdirSync, existsSync, writeFileSync } from "node:fs";
+
+export const OUT = join(ROOT, "tests/e2e/out");
+const CLI = join(ROOT, "target/release/orthoscope");
+
+/** Runs the native CLI (built by scripts/test.sh) and returns stdout. */
+export function cli(...args) {
+  return execFileSync(CLI, args, { encoding: "utf8", maxBuffer: 64 << 20 });
+}
+
+/** A generated fixture under tests/e2e/out, made once by the CLI's `generate` command. */
+export function fixture(name, ...generateArgs) {
+  mkdirSync(OUT, { recursive: true });
+  const path = join(OUT, name);
+  if (!existsSync(path)) cli("generate", path, ...generateArgs);
+  return path;
+}
+
+/** The CLI's Report for a file (same core, native build). */
+export function cliReport(...args) {
+  return JSON.parse(cli("analyze", ...args, "--json"));
+}
+
+/** Opens the app, waits for the opening demo to finish, and returns the session. */
+export async function openApp(server, query = "") {
+  const b = await launch(server.url);
+  await b.page.goto(server.url + query);
+  await finalReport(b.page);
+  return b;
+}
+
+/** Sets files on the contract's file input and waits for the final status. */
+export async function analyseFiles(page, files, timeout = 600_000) {
+  const before = await currentRun(page);
+  await page.setInputFiles('[data-testid="file-input"]', files);
+  return finalReport(page, timeout, before);
+}
+
+/** Writes a safetensors file of F32 matrices filled from a seeded generator (for multi-tensor cases
+ *  the CLI's `generate` does not make). `tensors`: [{name, rows, dim, shift}] — `shift` adds a
+ *  common offset to every entry, which moves μ away from 0. */
+export function writeSafetensors(path, tensors, seed = 1) {
+  let s = BigInt(seed) * 0x9E3779B97F4A7C15n & 0xFFFFFFFFFFFFFFFFn;
+  const next = () => {
+    s ^= s << 13n; s &= 0xFFFFFFFFFFFFFFFFn; s ^= s >> 7n; s ^= s << 17n; s &= 0xFFFFFFFFFFFFFFFFn;
+    return Number(s >> 11n) / 2 ** 53;
+  };
+  const header = {};
+  const datas = [];
+  let offset = 0;
+  for (const t of tensors) {
+    const data = new Float32Array(t.rows * t.dim);
+    for (let i = 0; i < data.length; i++) data[i] = next() - 0.5 + (t.shift ?? 0);
+    header[t.name] = { dtype: "F32", shape: [t.rows, t.dim], data_offsets: [offset, offset + data.byteLength] };
+    offset += data.byteLength;
+    datas.push(Buffer.from(data.buffer));
+  }
+  let json = Buffer.from(JSON.stringify(header));
+  const pad = (8 - (json.length % 8)) % 8;
+  json = Buffer.concat([json, Buffer.alloc(pad, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  writeFileSync(path, Buffer.concat([len, json, ...datas]));
+  return path;
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# README command 2 (and .ci/run): every test there is, on a fresh machine.
+#   1. native unit and integration tests of the pure core (cargo test);
+#   2. wasm tests in headless Chromium (SIMD kernels, Blob reading in a worker, kernel benchmark);
+#   3. the release build of the page (trunk), with a check that the worker really contains simd128;
+#   4. end-to-end tests: dist/ served on 127.0.0.1, driven in headless Chromium by playwright-core.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+export PATH="$HOME/.cargo/bin:$PWD/node_modules/.bin:$PATH"
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "native tests"
+cargo test --locked
+
+step "wasm tests in headless Chromium"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+CHROMEDRIVER=/usr/bin/chromedriver \
+  cargo test --locked --release --target wasm32-unknown-unknown --test wasm_browser -- --nocapture
+
+step "release build of the page"
+trunk build --release
+wasm2wat --enable-all dist/worker_bg.wasm | grep -q 'f64x2.mul' || { echo "worker wasm has no SIMD Gram kernel"; exit 1; }
+wasm2wat --enable-all dist/worker_bg.wasm | grep -q 'f32x4.mul' || { echo "worker wasm has no SIMD dot kernel"; exit 1; }
+echo "dist/ gzipped: $(tar -cf - dist | gzip -9 | wc -c) bytes"
+
+step "end-to-end tests in headless Chromium"
+cargo build --locked --release --bin orthoscope
+node --test --test-concurrency=1 tests/e2e/
