@@ -20,6 +20,10 @@ pub enum Error {
     /// No tensor of that name in the file(s).
     #[error("no tensor named '{name}' in {file}")]
     TensorNotFound { name: String, file: String },
+    /// The tensor asked for (or the located embedding) lives in a shard the index names but that
+    /// was not among the files given.
+    #[error("tensor '{tensor}' is in {shard}, which was not among the files given — add it")]
+    MissingShard { tensor: String, shard: String },
     /// Nothing in the file looks like a token-embedding matrix.
     #[error("{file}: no 2-D floating-point tensor found, so no token embedding to analyse")]
     NoEmbedding { file: String },

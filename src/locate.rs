@@ -29,6 +29,11 @@ pub const EMBEDDING_NAMES: &[&str] = &[
     "embed_tokens.weight",
 ];
 
+/// Name endings of embeddings under a prefix the table does not know
+/// (e.g. "foo.model.embed_tokens.weight").
+pub const EMBEDDING_SUFFIXES: &[&str] =
+    &["embed_tokens.weight", "wte.weight", "word_embeddings.weight", "tok_embeddings.weight", "embed_in.weight"];
+
 /// Output (unembedding) names; the paper does not use these for ε (`shared/paper.md` §1).
 pub const UNEMBEDDING_NAMES: &[&str] =
     &["lm_head.weight", "language_model.lm_head.weight", "output.weight", "embed_out.weight", "cls.predictions.decoder.weight"];
@@ -61,8 +66,7 @@ pub fn locate(model: &ModelInfo) -> Located {
         return Located { embedding: Some(i), reason: "known embedding name".into(), unembedding, candidates };
     }
     // Names with a prefix we do not know (e.g. "foo.model.embed_tokens.weight").
-    let suffixes = ["embed_tokens.weight", "wte.weight", "word_embeddings.weight", "tok_embeddings.weight", "embed_in.weight"];
-    if let Some(&i) = candidates.iter().find(|&&i| suffixes.iter().any(|s| model.tensors[i].name.ends_with(s))) {
+    if let Some(&i) = candidates.iter().find(|&&i| EMBEDDING_SUFFIXES.iter().any(|s| model.tensors[i].name.ends_with(s))) {
         return Located { embedding: Some(i), reason: "embedding-like name".into(), unembedding, candidates };
     }
     // Shape: a matrix whose row count is the vocabulary, when the file tells it.

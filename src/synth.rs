@@ -201,3 +201,61 @@ pub fn hostile_safetensors() -> Vec<(&'static str, Vec<u8>)> {
     ));
     cases
 }
+
+/// Name of the `k`-th (1-based) of `n` shards, as Hugging Face and llama.cpp write them.
+pub fn shard_name(prefix: &str, k: usize, n: usize, ext: &str) -> String {
+    format!("{prefix}-{k:05}-of-{n:05}.{ext}")
+}
+
+/// A sharded safetensors model as Hugging Face lays it out, as (file name, bytes): `shards` files
+/// `model-0000k-of-0000N.safetensors`, then `model.safetensors.index.json` (when `index`), then a
+/// `config.json` with `vocab_size`. The embedding (`embedding`, `rows` × `dim`) is
+/// `model.embed_tokens.weight` in the first shard; one `model.layers.{i}.weight` (2-D) and
+/// `model.layers.{i}.norm.weight` (1-D) per shard and `lm_head.weight` (not tied) in the last one
+/// are spread over the others, so every shard holds something and locate has decoys.
+pub fn sharded_safetensors(
+    embedding: &[f32],
+    rows: usize,
+    dim: usize,
+    dtype: &DType,
+    shards: usize,
+    seed: u64,
+    index: bool,
+) -> Vec<(String, Vec<u8>)> {
+    let shards = shards.max(1);
+    let layer_rows = dim.clamp(1, 64);
+    let mut per_shard: Vec<Vec<TensorSpec>> = (0..shards).map(|_| Vec::new()).collect();
+    let mut put = |k: usize, t: TensorSpec| {
+        if let Some(list) = per_shard.get_mut(k % shards) {
+            list.push(t);
+        }
+    };
+    put(0, TensorSpec::matrix("model.embed_tokens.weight", dtype.clone(), rows, dim, embedding));
+    for i in 0..shards {
+        let w = random_init(layer_rows, dim, seed.wrapping_add(100 + i as u64));
+        put(i + 1, TensorSpec::matrix(&format!("model.layers.{i}.weight"), dtype.clone(), layer_rows, dim, &w));
+        let norm = vec![1.0f32; dim];
+        put(i + 1, TensorSpec { name: format!("model.layers.{i}.norm.weight"), data: encode(&norm, dtype), dtype: dtype.clone(), shape: vec![dim as u64] });
+    }
+    let head = random_init(rows, dim, seed.wrapping_add(1));
+    put(shards - 1, TensorSpec::matrix("lm_head.weight", dtype.clone(), rows, dim, &head));
+
+    let mut files = Vec::with_capacity(shards + 2);
+    let mut weight_map = serde_json::Map::new();
+    let mut total = 0u64;
+    for (k, tensors) in per_shard.iter().enumerate() {
+        let name = shard_name("model", k + 1, shards, "safetensors");
+        for t in tensors {
+            weight_map.insert(t.name.clone(), serde_json::Value::String(name.clone()));
+            total += t.data.len() as u64;
+        }
+        files.push((name, safetensors_bytes(tensors)));
+    }
+    if index {
+        let json = serde_json::json!({"metadata": {"total_size": total}, "weight_map": weight_map});
+        files.push(("model.safetensors.index.json".to_string(), serde_json::to_vec_pretty(&json).unwrap_or_default()));
+    }
+    let config = serde_json::json!({"model_type": "orthoscope-synthetic", "vocab_size": rows, "hidden_size": dim});
+    files.push(("config.json".to_string(), serde_json::to_vec_pretty(&config).unwrap_or_default()));
+    files
+}

@@ -16,10 +16,12 @@ mod cli {
 
     use clap::{Parser, Subcommand, ValueEnum};
     use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-    use orthoscope::format::{read_model, DType};
-    use orthoscope::locate::{choose, locate};
+    use orthoscope::format::fixtures::gguf_model;
+    use orthoscope::format::set::{choose_in_set, read_model_set, ModelSet};
+    use orthoscope::format::DType;
+    use orthoscope::locate::locate;
     use orthoscope::report::Report;
-    use orthoscope::source::FileSource;
+    use orthoscope::source::{ByteSource, FileSource};
     use orthoscope::synth;
 
     #[derive(Parser)]
@@ -31,9 +33,11 @@ mod cli {
 
     #[derive(Subcommand)]
     enum Command {
-        /// Compute ε and the capacities for a model file.
+        /// Compute ε and the capacities for a model: one file, or the files of a sharded model
+        /// (shards, index, config.json; a directory stands for the files in it).
         Analyze {
-            file: PathBuf,
+            #[arg(required = true)]
+            files: Vec<PathBuf>,
             /// Tensor to analyse (default: the located token embedding).
             #[arg(long)]
             tensor: Option<String>,
@@ -47,8 +51,12 @@ mod cli {
             #[arg(long)]
             json: bool,
         },
-        /// List the tensors of a model file and the one that would be analysed.
-        Inspect { file: PathBuf },
+        /// List the tensors of a model (files or directories, as for analyze), the one that would be
+        /// analysed, and the files missing or ignored.
+        Inspect {
+            #[arg(required = true)]
+            files: Vec<PathBuf>,
+        },
         /// Write a generated matrix as a safetensors file (fixtures, benchmarks).
         Generate {
             out: PathBuf,
@@ -64,6 +72,44 @@ mod cli {
             seed: u64,
             #[arg(long, default_value = "model.embed_tokens.weight")]
             name: String,
+        },
+        /// Write a sharded safetensors model into DIR: model-0000k-of-0000N.safetensors (the
+        /// embedding model.embed_tokens.weight in the first), model.safetensors.index.json and config.json.
+        GenerateShards {
+            dir: PathBuf,
+            #[arg(long, default_value_t = 8192)]
+            rows: usize,
+            #[arg(long, default_value_t = 1024)]
+            dim: usize,
+            #[arg(long, default_value_t = 2)]
+            shards: usize,
+            /// Leave out model.safetensors.index.json.
+            #[arg(long)]
+            no_index: bool,
+            #[arg(long, default_value = "BF16")]
+            dtype: String,
+            #[arg(long, value_enum, default_value_t = Kind::TrainedLike)]
+            kind: Kind,
+            #[arg(long, default_value_t = 1)]
+            seed: u64,
+        },
+        /// Write a llama.cpp-style GGUF model (token_embd.weight, output.weight, a vocabulary); with
+        /// --split N, N files OUT-0000k-of-0000N.gguf.
+        GenerateGguf {
+            out: PathBuf,
+            #[arg(long, default_value_t = 8192)]
+            rows: usize,
+            #[arg(long, default_value_t = 1024)]
+            dim: usize,
+            /// Q8_0, Q6_K, Q4_K, F16, F32, BF16, … (a row must be a whole number of blocks).
+            #[arg(long = "type", default_value = "Q8_0")]
+            ggml_type: String,
+            #[arg(long, default_value_t = 1)]
+            split: usize,
+            #[arg(long, value_enum, default_value_t = Kind::TrainedLike)]
+            kind: Kind,
+            #[arg(long, default_value_t = 1)]
+            seed: u64,
         },
         /// Write one broken or hostile file per failure the reader must name.
         Hostile { dir: PathBuf },
@@ -89,8 +135,8 @@ mod cli {
 
     fn run(command: Command) -> Result<(), String> {
         match command {
-            Command::Analyze { file, tensor, seed, rows, json } => {
-                let report = analyze(&file, tensor.as_deref(), seed, rows)?;
+            Command::Analyze { files, tensor, seed, rows, json } => {
+                let report = analyze(&files, tensor.as_deref(), seed, rows)?;
                 let text = if json {
                     serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n"
                 } else {
@@ -100,26 +146,86 @@ mod cli {
                 let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
                 Ok(())
             }
-            Command::Inspect { file } => {
-                let source = FileSource::open(&file).map_err(|e| e.to_string())?;
-                let model = read_model(&source, 0).map_err(|e| e.to_string())?;
+            Command::Inspect { files } => {
+                let sources = open_all(&files)?;
+                let set = read_set(&sources)?;
+                let model = set.model_info();
                 let located = locate(&model);
+                let chosen = choose_in_set(&set, None);
+                let embedding = chosen.as_ref().ok().map(|(t, _)| (t.name.clone(), t.file));
+                // One file keeps the one-file listing; several add the file holding each tensor.
+                let several = set.shards.len() > 1;
                 for (i, t) in model.tensors.iter().enumerate() {
-                    let mark = if located.embedding == Some(i) { "  <- embedding" } else if located.unembedding == Some(i) { "  <- unembedding" } else { "" };
-                    println!("{:<50} {:<6} {:?}{}", t.name, t.dtype.name(), t.shape, mark);
+                    let mark = if embedding == Some((t.name.clone(), t.file)) {
+                        "  <- embedding"
+                    } else if located.unembedding == Some(i) {
+                        "  <- unembedding"
+                    } else {
+                        ""
+                    };
+                    let file = if several { format!("  [{}]", set.files.get(t.file).map_or("?", String::as_str)) } else { String::new() };
+                    println!("{:<50} {:<6} {:?}{}{}", t.name, t.dtype.name(), t.shape, file, mark);
                 }
-                println!("choice: {}", located.reason);
+                if several {
+                    println!("format: {}", set.format);
+                }
+                for m in &set.missing {
+                    println!("missing: {m}");
+                }
+                for i in &set.ignored {
+                    println!("ignored: {i}");
+                }
+                match chosen {
+                    Ok((_, reason)) => println!("choice: {reason}"),
+                    Err(e @ orthoscope::Error::MissingShard { .. }) => println!("choice: none: {e}"),
+                    Err(_) => println!("choice: {}", located.reason),
+                }
                 Ok(())
             }
             Command::Generate { out, kind, rows, dim, dtype, seed, name } => {
-                let values = match kind {
-                    Kind::TrainedLike => synth::trained_like(rows, dim, seed),
-                    Kind::RandomInit => synth::random_init(rows, dim, seed),
-                    Kind::Class1Like => synth::class1_like(rows, dim, seed),
-                };
+                let values = generate(kind, rows, dim, seed);
                 let dtype = DType::from_safetensors(&dtype.to_uppercase());
                 let t = synth::TensorSpec::matrix(&name, dtype, rows, dim, &values);
                 std::fs::write(&out, synth::safetensors_bytes(&[t])).map_err(|e| format!("{}: {e}", out.display()))
+            }
+            Command::GenerateShards { dir, rows, dim, shards, no_index, dtype, kind, seed } => {
+                if shards == 0 {
+                    return Err("--shards must be at least 1".to_string());
+                }
+                let dtype = float_dtype(&dtype)?;
+                let values = generate(kind, rows, dim, seed);
+                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                for (name, bytes) in synth::sharded_safetensors(&values, rows, dim, &dtype, shards, seed, !no_index) {
+                    let path = dir.join(name);
+                    std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+                }
+                Ok(())
+            }
+            Command::GenerateGguf { out, rows, dim, ggml_type, split, kind, seed } => {
+                let dtype = ggml_dtype(&ggml_type)?;
+                // split.count is a uint16 in llama.cpp's files.
+                if split == 0 || split > usize::from(u16::MAX) {
+                    return Err(format!("--split must be between 1 and {}, not {split}", u16::MAX));
+                }
+                if let Some((per_block, _)) = dtype.block().filter(|&(b, _)| !(dim as u64).is_multiple_of(b)) {
+                    return Err(format!("--dim {dim} is not a multiple of {per_block}, the block size of {}", dtype.name()));
+                }
+                let values = generate(kind, rows, dim, seed);
+                let output = synth::random_init(rows, dim, seed.wrapping_add(1));
+                let parts = gguf_model(&values, &output, rows, dim, &dtype, split)
+                    .ok_or_else(|| format!("cannot write tensors of type {} ({rows} × {dim})", dtype.name()))?;
+                let paths: Vec<PathBuf> = if split == 1 {
+                    vec![out.clone()]
+                } else {
+                    // llama.cpp's split naming: PREFIX-0000k-of-0000N.gguf next to OUT.
+                    let stem = source_name(&out);
+                    let stem = stem.strip_suffix(".gguf").unwrap_or(&stem).to_string();
+                    (1..=split).map(|k| out.with_file_name(synth::shard_name(&stem, k, split, "gguf"))).collect()
+                };
+                for (path, bytes) in paths.iter().zip(parts) {
+                    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+                }
+                Ok(())
             }
             Command::Hostile { dir } => {
                 std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -132,17 +238,80 @@ mod cli {
         }
     }
 
-    fn analyze(file: &std::path::Path, tensor: Option<&str>, seed: u64, rows: Option<u64>) -> Result<Report, String> {
+    fn analyze(files: &[PathBuf], tensor: Option<&str>, seed: u64, rows: Option<u64>) -> Result<Report, String> {
         let started = Instant::now();
-        let source = FileSource::open(file).map_err(|e| e.to_string())?;
-        let model = read_model(&source, 0).map_err(|e| e.to_string())?;
-        let name = source_name(file);
-        let (info, reason) = choose(&model, tensor, &name).map_err(|e| e.to_string())?;
-        let origin = Origin { file: name, format: model.format.clone(), tensor_reason: reason };
+        let sources = open_all(files)?;
+        let set = read_set(&sources)?;
+        let (info, reason) = choose_in_set(&set, tensor).map_err(|e| e.to_string())?;
+        let name = set.files.get(info.file).cloned().unwrap_or_default();
+        let origin = Origin { file: name, format: set.format.clone(), tensor_reason: reason };
         let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
+        // The analysis reads only the file holding the tensor; the other files are closed here.
+        let source = sources
+            .into_iter()
+            .nth(info.file)
+            .ok_or_else(|| format!("tensor '{}' names file #{} of {} given", info.name, info.file, files.len()))?;
         let analysis = Analysis::new(Box::new(source), info, origin, config).map_err(|e| e.to_string())?;
         let analysis = analysis.run(&mut |_| {}).map_err(|e| e.to_string())?;
         analysis.report(started.elapsed().as_secs_f64() * 1000.0).map_err(|e| e.to_string())
+    }
+
+    /// Opens every file named, a directory standing for the regular files directly in it (sorted,
+    /// not recursive; symbolic links to files count, as in the Hugging Face cache).
+    fn open_all(paths: &[PathBuf]) -> Result<Vec<FileSource>, String> {
+        let mut files = Vec::new();
+        for path in paths {
+            if path.is_dir() {
+                let entries = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let mut inside = Vec::new();
+                for entry in entries {
+                    let entry = entry.map_err(|e| format!("{}: {e}", path.display()))?;
+                    if entry.path().is_file() {
+                        inside.push(entry.path());
+                    }
+                }
+                if inside.is_empty() {
+                    return Err(format!("{}: the directory holds no files", path.display()));
+                }
+                inside.sort();
+                files.extend(inside);
+            } else {
+                files.push(path.clone());
+            }
+        }
+        files.iter().map(|f| FileSource::open(f).map_err(|e| e.to_string())).collect()
+    }
+
+    fn read_set(sources: &[FileSource]) -> Result<ModelSet, String> {
+        let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s as &dyn ByteSource).collect();
+        read_model_set(&refs).map_err(|e| e.to_string())
+    }
+
+    fn generate(kind: Kind, rows: usize, dim: usize, seed: u64) -> Vec<f32> {
+        match kind {
+            Kind::TrainedLike => synth::trained_like(rows, dim, seed),
+            Kind::RandomInit => synth::random_init(rows, dim, seed),
+            Kind::Class1Like => synth::class1_like(rows, dim, seed),
+        }
+    }
+
+    /// A float dtype the safetensors writer encodes.
+    fn float_dtype(name: &str) -> Result<DType, String> {
+        match DType::from_safetensors(&name.to_uppercase()) {
+            d @ (DType::F32 | DType::F64 | DType::F16 | DType::BF16) => Ok(d),
+            _ => Err(format!("--dtype {name}: write F32, F64, F16 or BF16")),
+        }
+    }
+
+    /// A type the GGUF writer encodes, by its ggml name (Q8_0, Q6_K, F16, …).
+    fn ggml_dtype(name: &str) -> Result<DType, String> {
+        let upper = name.to_uppercase();
+        let quant = orthoscope::format::fixtures::QUANT_TYPES.iter().find(|d| d.name() == upper).cloned();
+        match quant.unwrap_or_else(|| DType::from_safetensors(&upper)) {
+            d @ (DType::F32 | DType::F16 | DType::BF16 | DType::F64) => Ok(d),
+            d if d.block().is_some() && d.is_float() => Ok(d),
+            _ => Err(format!("--type {name}: write one of F32, F16, BF16, F64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K")),
+        }
     }
 
     fn source_name(path: &std::path::Path) -> String {

@@ -483,3 +483,45 @@ fn q6_k(x: &[f32; 256], out: &mut Vec<u8>) {
     b[208..210].copy_from_slice(&dh.to_le_bytes());
     out.extend_from_slice(&b);
 }
+
+/// A llama.cpp-style GGUF model, split into `split` files (one file when `split` ≤ 1), each as
+/// bytes in part order: `token_embd.weight` (`rows` × `dim`, ggml `ne` = [dim, rows]) in the first
+/// part, `output.weight` (an untied unembedding from `output`) and `output_norm.weight` in the last,
+/// one `blk.{i}.attn_norm.weight` per part; the vocabulary (`tokenizer.ggml.tokens`) and
+/// architecture in the first part, and `split.no` / `split.count` / `split.tensors.count` in every
+/// part of a split model, as `llama-gguf-split` writes them. `None` when `dtype` cannot encode a
+/// row of `dim` values (not a whole number of blocks, or a type [`quantize`] does not write).
+pub fn gguf_model(embedding: &[f32], output: &[f32], rows: usize, dim: usize, dtype: &DType, split: usize) -> Option<Vec<Vec<u8>>> {
+    let split = split.max(1);
+    let mut parts: Vec<Vec<GgufTensor>> = (0..split).map(|_| Vec::new()).collect();
+    let shape = [rows as u64, dim as u64];
+    parts.first_mut()?.push(GgufTensor::new("token_embd.weight", dtype.clone(), &shape, quantize(dtype, embedding)?));
+    for i in 0..split {
+        let ones: Vec<u8> = std::iter::repeat_n(1.0f32.to_le_bytes(), dim).flatten().collect();
+        parts.get_mut(i)?.push(GgufTensor::new(&format!("blk.{i}.attn_norm.weight"), DType::F32, &[dim as u64], ones));
+    }
+    let last = parts.last_mut()?;
+    last.push(GgufTensor::new("output.weight", dtype.clone(), &shape, quantize(dtype, output)?));
+    let ones: Vec<u8> = std::iter::repeat_n(1.0f32.to_le_bytes(), dim).flatten().collect();
+    last.push(GgufTensor::new("output_norm.weight", DType::F32, &[dim as u64], ones));
+
+    let total: usize = parts.iter().map(Vec::len).sum();
+    let tokens = GgufValue::Array { elem: GgufType::Str, items: (0..rows).map(|i| GgufValue::Str(format!("tok{i}"))).collect() };
+    let mut files = Vec::with_capacity(split);
+    for (k, tensors) in parts.iter().enumerate() {
+        let mut metadata: Vec<(&str, GgufValue)> = Vec::new();
+        if k == 0 {
+            metadata.push(("general.architecture", GgufValue::Str("llama".to_string())));
+            metadata.push(("llama.embedding_length", GgufValue::U32(dim as u32)));
+            metadata.push(("tokenizer.ggml.model", GgufValue::Str("gpt2".to_string())));
+            metadata.push(("tokenizer.ggml.tokens", tokens.clone()));
+        }
+        if split > 1 {
+            metadata.push(("split.no", GgufValue::U16(k as u16)));
+            metadata.push(("split.count", GgufValue::U16(split as u16)));
+            metadata.push(("split.tensors.count", GgufValue::I32(total as i32)));
+        }
+        files.push(gguf_bytes(3, tensors, &metadata));
+    }
+    Some(files)
+}

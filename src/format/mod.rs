@@ -7,6 +7,7 @@ pub mod ggml;
 pub mod gguf;
 pub mod npy;
 pub mod safetensors;
+pub mod set;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -277,6 +278,35 @@ pub enum FormatError {
     /// The .npy element type is not one Orthoscope decodes.
     #[error("{file}: .npy dtype '{descr}' is not supported; Orthoscope reads little-endian floats '<f4', '<f2', '<f8' (convert with arr.astype('<f4'))")]
     NpyUnsupportedDtype { file: String, descr: String },
+    /// A JSON side file (shard index, config.json) is larger than [`set::MAX_JSON_BYTES`].
+    #[error("{file}: {len} bytes, more than the {max}-byte limit for a JSON index or config file (corrupt or not what its name says)")]
+    JsonTooLarge { file: String, len: u64, max: u64 },
+    /// A `*.safetensors.index.json` is not valid JSON or lacks a `weight_map` of tensor → file names.
+    #[error("{file}: not a valid shard index: {reason}")]
+    InvalidIndex { file: String, reason: String },
+    /// A `config.json` among the files is not valid JSON.
+    #[error("{file}: not a valid config.json: {reason}")]
+    InvalidConfig { file: String, reason: String },
+    /// More than one shard index among the files, so it is unclear which model they describe.
+    #[error("several shard indexes among the files given ({files}); give the files of one model")]
+    SeveralIndexes { files: String },
+    /// Two files given share the base name of a shard the index names, so either could be meant.
+    #[error("two files named {name} were given ({first} and {second}); the index names one shard of that name, give only one")]
+    DuplicateFile { name: String, first: String, second: String },
+    /// The index assigns a tensor to a shard whose header does not list it (a shard of another
+    /// model or another revision).
+    #[error("{index} puts tensor '{tensor}' in {shard}, but the header of {shard} has no such tensor (is that shard from another model or revision?)")]
+    ShardLacksTensor { index: String, tensor: String, shard: String },
+    /// Without an index, two files hold a tensor of the same name: a stray duplicate shard, or
+    /// files of two different models.
+    #[error("tensor '{tensor}' is in both {first} and {second}; give the files of one model only (or add its *.safetensors.index.json)")]
+    DuplicateTensor { tensor: String, first: String, second: String },
+    /// Without an index, the model files are of different formats (e.g. a .gguf and a .safetensors).
+    #[error("the files given are of different formats ({files}); give the files of one model only")]
+    MixedFormats { files: String },
+    /// Several files were given and none of them is a model file.
+    #[error("none of the files given is a model file Orthoscope reads (.safetensors, .gguf, .npy); ignored: {ignored}")]
+    NoModelFiles { ignored: String },
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
