@@ -98,8 +98,12 @@ fn now() -> f64 {
 /// Prints GFLOP/s of both kernels and their ratio. Numbers only: never a timed assertion.
 #[wasm_bindgen_test]
 fn bench_kernels_print_ratios() {
-    let dim = 1024;
-    let rows = 1024;
+    for (dim, rows) in [(1024, 1024), (4096, 384)] {
+        bench_at(dim, rows);
+    }
+}
+
+fn bench_at(dim: usize, rows: usize) {
     let u = unit_rows(rows, dim, 11);
     let d = orthoscope::kernel::padded_dim(dim);
     let wide: Vec<f64> = u.iter().map(|&x| x as f64).collect();

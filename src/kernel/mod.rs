@@ -24,6 +24,9 @@ pub const TILE_A: usize = 4;
 /// Rows per kernel call: enough to amortise loading and storing each Gram tile, few enough that a
 /// call stays short (V8 tier-up, progress points).
 pub const MAX_CHUNK_ROWS: usize = 64;
+/// Row panels of G updated together while one column panel of the chunk sits in L1: without this
+/// blocking each row panel streams the whole packed chunk (2 MB at d = 4096) through the cache.
+pub const PANEL_BLOCK: usize = 16;
 
 /// `dim` rounded up to a whole number of lanes.
 pub fn padded_dim(dim: usize) -> usize {

@@ -1,6 +1,6 @@
 //! Portable kernels: plain Rust, same tiling and arithmetic order as [`super::simd`].
 
-use super::{PackedGram, TILE_A};
+use super::{PackedGram, PANEL_BLOCK, TILE_A};
 
 /// See [`super::gram_update`]. Tiles of 4 × 4 entries of G, each summed over the chunk in f64 in
 /// row order (the order the f64x2 kernel keeps).
@@ -9,27 +9,36 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
     if d == 0 || k == 0 || packed.len() < k * d {
         return;
     }
-    for p in 0..g.panels() {
-        let c0 = PackedGram::panel_start(p);
-        let width = d - c0;
-        let a = &packed[p * k * 4..(p + 1) * k * 4];
-        let panel = g.panel_mut(p);
-        for jb in c0 / 4..d / 4 {
+    // Blocks of PANEL_BLOCK row panels share each column panel while it is in L1 (see PANEL_BLOCK).
+    for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
+        let p1 = (p0 + PANEL_BLOCK).min(g.panels());
+        for jb in PackedGram::panel_start(p0) / 4..d / 4 {
             let b = &packed[jb * k * 4..(jb + 1) * k * 4];
-            let col = jb * 4 - c0;
-            let mut acc = [[0.0f64; 4]; TILE_A];
-            for (t, acc_t) in acc.iter_mut().enumerate() {
-                acc_t.copy_from_slice(&panel[t * width + col..t * width + col + 4]);
-            }
-            for (ar, br) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
-                for (t, acc_t) in acc.iter_mut().enumerate() {
-                    for (l, x) in acc_t.iter_mut().enumerate() {
-                        *x += ar[t] * br[l];
+            for p in p0..p1 {
+                let c0 = PackedGram::panel_start(p);
+                if jb < c0 / 4 {
+                    continue;
+                }
+                let width = d - c0;
+                let a = &packed[p * k * 4..(p + 1) * k * 4];
+                let panel = g.panel_mut(p);
+                let col = jb * 4 - c0;
+                {
+                    let mut acc = [[0.0f64; 4]; TILE_A];
+                    for (t, acc_t) in acc.iter_mut().enumerate() {
+                        acc_t.copy_from_slice(&panel[t * width + col..t * width + col + 4]);
+                    }
+                    for (ar, br) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+                        for (t, acc_t) in acc.iter_mut().enumerate() {
+                            for (l, x) in acc_t.iter_mut().enumerate() {
+                                *x += ar[t] * br[l];
+                            }
+                        }
+                    }
+                    for (t, acc_t) in acc.iter().enumerate() {
+                        panel[t * width + col..t * width + col + 4].copy_from_slice(acc_t);
                     }
                 }
-            }
-            for (t, acc_t) in acc.iter().enumerate() {
-                panel[t * width + col..t * width + col + 4].copy_from_slice(acc_t);
             }
         }
     }

@@ -7,7 +7,7 @@
 
 use core::arch::wasm32::*;
 
-use super::{PackedGram, TILE_A};
+use super::{PackedGram, PANEL_BLOCK, TILE_A};
 
 /// See [`super::gram_update`]. A 4×4 tile of G lives in eight f64x2 registers for the whole chunk;
 /// both operands stream contiguously from the packed panels.
@@ -17,49 +17,58 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
         return;
     }
     assert!(packed.len() >= k * d && d % 4 == 0);
-    for p in 0..g.panels() {
-        let c0 = PackedGram::panel_start(p);
-        let width = d - c0;
-        let a = &packed[p * k * 4..(p + 1) * k * 4];
-        let panel = g.panel_mut(p);
-        assert!(panel.len() == TILE_A * width && width % 4 == 0);
-        let out = panel.as_mut_ptr();
-        for jb in c0 / 4..d / 4 {
+    // Blocks of PANEL_BLOCK row panels share each column panel while it is in L1 (see PANEL_BLOCK).
+    for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
+        let p1 = (p0 + PANEL_BLOCK).min(g.panels());
+        for jb in PackedGram::panel_start(p0) / 4..d / 4 {
             let b = &packed[jb * k * 4..(jb + 1) * k * 4];
-            let col = jb * 4 - c0;
-            // SAFETY: a and b are k*4 long and r < k; panel offsets t*width + col + 3 < 4*width
-            // because col + 4 <= width (asserted lengths above).
-            unsafe {
-                let tile = |t: usize| out.add(t * width + col);
-                let mut acc = [f64x2_splat(0.0); 8];
-                for t in 0..TILE_A {
-                    acc[2 * t] = v128_load(tile(t) as *const v128);
-                    acc[2 * t + 1] = v128_load(tile(t).add(2) as *const v128);
+            for p in p0..p1 {
+                let c0 = PackedGram::panel_start(p);
+                if jb < c0 / 4 {
+                    continue;
                 }
-                let (pa, pb) = (a.as_ptr(), b.as_ptr());
-                let mut r = 0;
-                while r < k {
-                    let ar = pa.add(r * 4);
-                    let br = pb.add(r * 4);
-                    let vb0 = v128_load(br as *const v128);
-                    let vb1 = v128_load(br.add(2) as *const v128);
-                    let s0 = v128_load64_splat(ar as *const u64);
-                    let s1 = v128_load64_splat(ar.add(1) as *const u64);
-                    let s2 = v128_load64_splat(ar.add(2) as *const u64);
-                    let s3 = v128_load64_splat(ar.add(3) as *const u64);
-                    acc[0] = f64x2_add(acc[0], f64x2_mul(s0, vb0));
-                    acc[1] = f64x2_add(acc[1], f64x2_mul(s0, vb1));
-                    acc[2] = f64x2_add(acc[2], f64x2_mul(s1, vb0));
-                    acc[3] = f64x2_add(acc[3], f64x2_mul(s1, vb1));
-                    acc[4] = f64x2_add(acc[4], f64x2_mul(s2, vb0));
-                    acc[5] = f64x2_add(acc[5], f64x2_mul(s2, vb1));
-                    acc[6] = f64x2_add(acc[6], f64x2_mul(s3, vb0));
-                    acc[7] = f64x2_add(acc[7], f64x2_mul(s3, vb1));
-                    r += 1;
-                }
-                for t in 0..TILE_A {
-                    v128_store(tile(t) as *mut v128, acc[2 * t]);
-                    v128_store(tile(t).add(2) as *mut v128, acc[2 * t + 1]);
+                let width = d - c0;
+                let a = &packed[p * k * 4..(p + 1) * k * 4];
+                let panel = g.panel_mut(p);
+                assert!(panel.len() == TILE_A * width && width % 4 == 0);
+                let out = panel.as_mut_ptr();
+                {
+                    let col = jb * 4 - c0;
+                    // SAFETY: a and b are k*4 long and r < k; panel offsets t*width + col + 3 < 4*width
+                    // because col + 4 <= width (asserted lengths above).
+                    unsafe {
+                        let tile = |t: usize| out.add(t * width + col);
+                        let mut acc = [f64x2_splat(0.0); 8];
+                        for t in 0..TILE_A {
+                            acc[2 * t] = v128_load(tile(t) as *const v128);
+                            acc[2 * t + 1] = v128_load(tile(t).add(2) as *const v128);
+                        }
+                        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+                        let mut r = 0;
+                        while r < k {
+                            let ar = pa.add(r * 4);
+                            let br = pb.add(r * 4);
+                            let vb0 = v128_load(br as *const v128);
+                            let vb1 = v128_load(br.add(2) as *const v128);
+                            let s0 = v128_load64_splat(ar as *const u64);
+                            let s1 = v128_load64_splat(ar.add(1) as *const u64);
+                            let s2 = v128_load64_splat(ar.add(2) as *const u64);
+                            let s3 = v128_load64_splat(ar.add(3) as *const u64);
+                            acc[0] = f64x2_add(acc[0], f64x2_mul(s0, vb0));
+                            acc[1] = f64x2_add(acc[1], f64x2_mul(s0, vb1));
+                            acc[2] = f64x2_add(acc[2], f64x2_mul(s1, vb0));
+                            acc[3] = f64x2_add(acc[3], f64x2_mul(s1, vb1));
+                            acc[4] = f64x2_add(acc[4], f64x2_mul(s2, vb0));
+                            acc[5] = f64x2_add(acc[5], f64x2_mul(s2, vb1));
+                            acc[6] = f64x2_add(acc[6], f64x2_mul(s3, vb0));
+                            acc[7] = f64x2_add(acc[7], f64x2_mul(s3, vb1));
+                            r += 1;
+                        }
+                        for t in 0..TILE_A {
+                            v128_store(tile(t) as *mut v128, acc[2 * t]);
+                            v128_store(tile(t).add(2) as *mut v128, acc[2 * t + 1]);
+                        }
+                    }
                 }
             }
         }
@@ -82,9 +91,17 @@ pub fn dots(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
             let two_b = j + 1 < nb;
             // Rows past the end are replaced by row i (or j) itself and their results discarded.
             let ra0 = &a[i * d..(i + 1) * d];
-            let ra1 = if two_a { &a[(i + 1) * d..(i + 2) * d] } else { ra0 };
+            let ra1 = if two_a {
+                &a[(i + 1) * d..(i + 2) * d]
+            } else {
+                ra0
+            };
             let rb0 = &b[j * d..(j + 1) * d];
-            let rb1 = if two_b { &b[(j + 1) * d..(j + 2) * d] } else { rb0 };
+            let rb1 = if two_b {
+                &b[(j + 1) * d..(j + 2) * d]
+            } else {
+                rb0
+            };
             let mut acc = [f32x4_splat(0.0); 4];
             let mut x = 0;
             // SAFETY: each of the four slices is exactly d long and x + 4 <= d.
