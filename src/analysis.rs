@@ -383,6 +383,9 @@ impl Analysis {
             kernel: kernel::kernel_name().to_string(),
             accumulator_bytes: self.gram.bytes() as u64,
             peak_wasm_bytes: None,
+            unembedding: None,
+            tied: None,
+            tied_evidence: String::new(),
             caveat: CAPACITY_CAVEAT.to_string(),
         })
     }

@@ -2,7 +2,8 @@
 //!
 //! The crate is laid out in the order data flows (`shared/design.md`):
 //! file → [`source`] → [`format`] → [`locate`] → [`plan`] → [`kernel`] → [`stats`] → [`estimate`]
-//! → [`report`]. [`analysis`] drives one pass through that chain. Everything up to here is pure Rust
+//! → [`report`]. [`analysis`] drives one pass through that chain; [`job`] runs the passes a user
+//! asked for (embedding, then unembedding) over a set of files. Everything up to here is pure Rust
 //! with no browser types, so it is tested natively; only [`worker`] and [`ui`] (wasm builds) know
 //! about the browser.
 
@@ -15,6 +16,7 @@ pub mod stats;
 pub mod estimate;
 pub mod report;
 pub mod analysis;
+pub mod job;
 pub mod synth;
 pub mod error;
 

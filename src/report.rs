@@ -96,8 +96,62 @@ pub struct Report {
     /// Size of wasm memory at the end (browser only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub peak_wasm_bytes: Option<u64>,
+    /// Statistics of the output matrix (`lm_head.weight`, `output.weight`) when the model has a
+    /// separate one: *not* the paper's ε.
+    #[serde(default)]
+    pub unembedding: Option<UnembeddingReport>,
+    /// Whether input and output embeddings are tied (None: cannot tell), and why.
+    #[serde(default)]
+    pub tied: Option<bool>,
+    #[serde(default)]
+    pub tied_evidence: String,
     pub caveat: String,
 }
+
+/// The unembedding's cosine statistics, shown beside the paper's ε but never as it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnembeddingReport {
+    pub tensor: String,
+    pub dtype: String,
+    pub rows: u64,
+    pub dim: u64,
+    pub rows_seen: u64,
+    pub rows_dropped: u64,
+    pub pairs: u64,
+    pub exact: bool,
+    pub mu: f64,
+    pub sigma: f64,
+    /// μ + 2σ of the output matrix: not the paper's ε (which uses the input embedding).
+    pub mu_plus_2sigma: f64,
+    pub mu_plus_3sigma: f64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mu_plus_2sigma_ci: Option<[f64; 2]>,
+    pub note: String,
+}
+
+impl UnembeddingReport {
+    pub fn from_report(r: &Report) -> Self {
+        Self {
+            tensor: r.tensor.clone(),
+            dtype: r.dtype.clone(),
+            rows: r.rows,
+            dim: r.dim,
+            rows_seen: r.rows_seen,
+            rows_dropped: r.rows_dropped,
+            pairs: r.pairs,
+            exact: r.exact,
+            mu: r.mu,
+            sigma: r.sigma,
+            mu_plus_2sigma: r.epsilon,
+            mu_plus_3sigma: r.epsilon_3sigma,
+            mu_plus_2sigma_ci: r.epsilon_ci,
+            note: UNEMBEDDING_NOTE.to_string(),
+        }
+    }
+}
+
+/// Why the unembedding's numbers are not ε.
+pub const UNEMBEDDING_NOTE: &str = "Output (unembedding) matrix: not the paper's ε, which uses the input token embedding. Estimated from a uniform row sample unless small.";
 
 /// "3.99 × 10⁷" for a capacity given as log10 (plain digits below 10⁴).
 pub fn scientific_from_log10(log10: f64) -> String {

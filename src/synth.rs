@@ -123,24 +123,101 @@ pub fn safetensors_bytes(tensors: &[TensorSpec]) -> Vec<u8> {
 /// The header bytes (length prefix included) for tensors laid out back to back, the first at
 /// `gap` bytes into the data section.
 pub fn safetensors_header(tensors: &[TensorSpec], gap: u64) -> Vec<u8> {
-    let mut entries = serde_json::Map::new();
-    entries.insert("__metadata__".into(), serde_json::json!({"format": "pt", "generator": "orthoscope"}));
+    let entries: Vec<(&str, &DType, &[u64], u64)> =
+        tensors.iter().map(|t| (t.name.as_str(), &t.dtype, t.shape.as_slice(), t.data.len() as u64)).collect();
+    header_for(&entries, gap, 0)
+}
+
+/// Header bytes (length prefix included) for `(name, dtype, shape, byte length)` entries laid out
+/// back to back from `gap`, the JSON padded with spaces to a multiple of 8 bytes and to at least
+/// `min_json_len` bytes.
+fn header_for(entries: &[(&str, &DType, &[u64], u64)], gap: u64, min_json_len: usize) -> Vec<u8> {
+    let mut map = serde_json::Map::new();
+    map.insert("__metadata__".into(), serde_json::json!({"format": "pt", "generator": "orthoscope"}));
     let mut offset = gap;
-    for t in tensors {
-        let end = offset + t.data.len() as u64;
-        entries.insert(
-            t.name.clone(),
-            serde_json::json!({"dtype": t.dtype.name(), "shape": t.shape, "data_offsets": [offset, end]}),
-        );
+    for &(name, dtype, shape, len) in entries {
+        let end = offset + len;
+        map.insert(name.to_string(), serde_json::json!({"dtype": dtype.name(), "shape": shape, "data_offsets": [offset, end]}));
         offset = end;
     }
-    let mut json = serde_json::Value::Object(entries).to_string().into_bytes();
-    while json.len() % 8 != 0 {
+    let mut json = serde_json::Value::Object(map).to_string().into_bytes();
+    while !json.len().is_multiple_of(8) || json.len() < min_json_len {
         json.push(b' ');
     }
     let mut out = (json.len() as u64).to_le_bytes().to_vec();
     out.extend_from_slice(&json);
     out
+}
+
+/// Where [`write_sparse_safetensors`] put things (absolute byte offsets).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SparseLayout {
+    /// Total file length.
+    pub file_len: u64,
+    /// The embedding's bytes, `start .. end` (`end == file_len`).
+    pub embedding: (u64, u64),
+    /// The padding tensors before it (name, start, end): never written, left as a hole.
+    pub padding: Vec<(String, u64, u64)>,
+}
+
+/// Writes a **sparse** safetensors file of exactly `file_len` bytes whose last tensor is `embedding`,
+/// ending at the end of the file — for a multi-GiB shard, past the 4 GiB mark.
+///
+/// Why sparse: the point is a file too large for 32-bit offsets (the browser's wasm32 `usize`,
+/// `shared/design.md`), 5–10 GiB, generated in a test on any machine. Before the embedding the header
+/// lists an MLP-like bf16 matrix `model.layers.0.mlp.up_proj.weight` `[n, 8192]` (plus a 1-D `U8`
+/// `model.layers.0.mlp.padding` for the bytes left over, when any) whose sizes match their byte
+/// spans exactly, as the reader checks; those bytes are never written: `set_len` extends the file
+/// and only the header (at 0) and the embedding (seek + write) touch the disk. On a filesystem with
+/// holes (ext4, xfs, btrfs, tmpfs) the file costs its header and embedding on disk, and reading the
+/// hole gives zeros — valid bf16 — should anything read it (nothing should: the reader takes the
+/// header and then only the embedding's bytes).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn write_sparse_safetensors(path: &std::path::Path, file_len: u64, embedding: &TensorSpec) -> std::io::Result<SparseLayout> {
+    use std::io::{Seek, SeekFrom, Write};
+    // JSON bytes reserved for the header, so its length does not depend on the padding's size (a
+    // few hundred are used; the rest are the spaces the format allows).
+    const SPARSE_HEADER_JSON: usize = 4096 - 8;
+    // Columns of the padding tensor (bf16): a realistic MLP-sized row of 16 KiB.
+    const PADDING_COLS: u64 = 8192;
+    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+    let data_start = 8 + SPARSE_HEADER_JSON as u64;
+    let embed_len = embedding.data.len() as u64;
+    let padding = file_len
+        .checked_sub(data_start)
+        .and_then(|n| n.checked_sub(embed_len))
+        .ok_or_else(|| invalid(format!("{file_len} bytes cannot hold a {data_start}-byte header and a {embed_len}-byte embedding")))?;
+    let row_bytes = PADDING_COLS * 2;
+    let (pad_rows, rest) = (padding / row_bytes, padding % row_bytes);
+    let bf16 = DType::BF16;
+    let u8t = DType::U8;
+    let main_shape = [pad_rows, PADDING_COLS];
+    let rest_shape = [rest];
+    let mut entries: Vec<(&str, &DType, &[u64], u64)> = Vec::new();
+    if pad_rows > 0 {
+        entries.push(("model.layers.0.mlp.up_proj.weight", &bf16, &main_shape, pad_rows * row_bytes));
+    }
+    if rest > 0 {
+        entries.push(("model.layers.0.mlp.padding", &u8t, &rest_shape, rest));
+    }
+    let mut layout = SparseLayout { file_len, embedding: (file_len - embed_len, file_len), padding: Vec::new() };
+    let mut at = data_start;
+    for &(name, _, _, len) in &entries {
+        layout.padding.push((name.to_string(), at, at + len));
+        at += len;
+    }
+    entries.push((embedding.name.as_str(), &embedding.dtype, embedding.shape.as_slice(), embed_len));
+    let header = header_for(&entries, 0, SPARSE_HEADER_JSON);
+    if header.len() as u64 != data_start {
+        return Err(invalid(format!("the header needs {} bytes, more than the {data_start} reserved", header.len())));
+    }
+    let mut file = std::fs::File::create(path)?;
+    file.set_len(file_len)?;
+    file.write_all(&header)?;
+    file.seek(SeekFrom::Start(layout.embedding.0))?;
+    file.write_all(&embedding.data)?;
+    file.flush()?;
+    Ok(layout)
 }
 
 /// The built-in demos: (name, description).

@@ -11,11 +11,13 @@ fn main() {}
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
     use std::path::PathBuf;
+    use std::rc::Rc;
     use std::process::ExitCode;
     use std::time::Instant;
 
     use clap::{Parser, Subcommand, ValueEnum};
-    use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
+    use orthoscope::analysis::AnalysisConfig;
+    use orthoscope::job::Job;
     use orthoscope::format::fixtures::gguf_model;
     use orthoscope::format::set::{choose_in_set, read_model_set, ModelSet};
     use orthoscope::format::DType;
@@ -72,6 +74,27 @@ mod cli {
             seed: u64,
             #[arg(long, default_value = "model.embed_tokens.weight")]
             name: String,
+        },
+        /// Write a sparse safetensors file of --size-gib GiB with the embedding
+        /// (model.embed_tokens.weight, --rows × --dim) at its very end, past the 4 GiB mark: a
+        /// "huge shard" for testing files beyond 32-bit offsets without the disk space. Everything
+        /// before the embedding is a bf16 MLP-like tensor left as a hole (never written), so the file
+        /// costs about its embedding on disk where the filesystem supports holes.
+        GenerateSparse {
+            out: PathBuf,
+            /// Total file size in GiB (2^30 bytes; fractions allowed).
+            #[arg(long, default_value_t = 10.0)]
+            size_gib: f64,
+            #[arg(long, default_value_t = 16384)]
+            rows: usize,
+            #[arg(long, default_value_t = 1024)]
+            dim: usize,
+            #[arg(long, default_value = "BF16")]
+            dtype: String,
+            #[arg(long, value_enum, default_value_t = Kind::TrainedLike)]
+            kind: Kind,
+            #[arg(long, default_value_t = 1)]
+            seed: u64,
         },
         /// Write a sharded safetensors model into DIR: model-0000k-of-0000N.safetensors (the
         /// embedding model.embed_tokens.weight in the first), model.safetensors.index.json and config.json.
@@ -188,6 +211,22 @@ mod cli {
                 let t = synth::TensorSpec::matrix(&name, dtype, rows, dim, &values);
                 std::fs::write(&out, synth::safetensors_bytes(&[t])).map_err(|e| format!("{}: {e}", out.display()))
             }
+            Command::GenerateSparse { out, size_gib, rows, dim, dtype, kind, seed } => {
+                let dtype = float_dtype(&dtype)?;
+                if !(size_gib.is_finite() && size_gib > 0.0 && size_gib < 1e9) {
+                    return Err(format!("--size-gib {size_gib}: give a positive size"));
+                }
+                let file_len = (size_gib * (1u64 << 30) as f64).round() as u64;
+                let values = generate(kind, rows, dim, seed);
+                let t = synth::TensorSpec::matrix("model.embed_tokens.weight", dtype, rows, dim, &values);
+                drop(values);
+                let layout = synth::write_sparse_safetensors(&out, file_len, &t).map_err(|e| format!("{}: {e}", out.display()))?;
+                let (start, end) = layout.embedding;
+                let past = if start >= 1 << 32 { "past the 4 GiB mark" } else { "NOT past the 4 GiB mark: give a larger --size-gib" };
+                println!("{}: {} bytes; {} at bytes {start}..{end} ({past}); {} hole bytes before it",
+                    out.display(), layout.file_len, t.name, layout.padding.iter().map(|(_, a, b)| b - a).sum::<u64>());
+                Ok(())
+            }
             Command::GenerateShards { dir, rows, dim, shards, no_index, dtype, kind, seed } => {
                 if shards == 0 {
                     return Err("--shards must be at least 1".to_string());
@@ -240,20 +279,11 @@ mod cli {
 
     fn analyze(files: &[PathBuf], tensor: Option<&str>, seed: u64, rows: Option<u64>) -> Result<Report, String> {
         let started = Instant::now();
-        let sources = open_all(files)?;
-        let set = read_set(&sources)?;
-        let (info, reason) = choose_in_set(&set, tensor).map_err(|e| e.to_string())?;
-        let name = set.files.get(info.file).cloned().unwrap_or_default();
-        let origin = Origin { file: name, format: set.format.clone(), tensor_reason: reason };
+        let sources: Vec<Rc<dyn ByteSource>> = open_all(files)?.into_iter().map(|s| Rc::new(s) as Rc<dyn ByteSource>).collect();
         let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
-        // The analysis reads only the file holding the tensor; the other files are closed here.
-        let source = sources
-            .into_iter()
-            .nth(info.file)
-            .ok_or_else(|| format!("tensor '{}' names file #{} of {} given", info.name, info.file, files.len()))?;
-        let analysis = Analysis::new(Box::new(source), info, origin, config).map_err(|e| e.to_string())?;
-        let analysis = analysis.run(&mut |_| {}).map_err(|e| e.to_string())?;
-        analysis.report(started.elapsed().as_secs_f64() * 1000.0).map_err(|e| e.to_string())
+        let (job, _) = Job::open(sources, tensor, config).map_err(|e| e.to_string())?;
+        let job = job.run().map_err(|e| e.to_string())?;
+        job.report(started.elapsed().as_secs_f64() * 1000.0).map_err(|e| e.to_string())
     }
 
     /// Opens every file named, a directory standing for the regular files directly in it (sorted,
@@ -330,6 +360,10 @@ mod cli {
         let c = &r.log10_capacity;
         let _ = writeln!(s, "log10 capacity: full {:.3}  simple {:.3}  JL C=3.029 {:.3}  JL C=8 {:.3}{}", c.adjusted_full, c.adjusted_simple, c.jl_c3029, c.jl_c8,
             if r.capacity_determinate { "" } else { "  (indeterminate: ε ≥ 0.1)" });
+        if let Some(u) = &r.unembedding {
+            let _ = writeln!(s, "unembedding {} (not the paper's ε): μ = {:.6}  σ = {:.6}  μ+2σ = {:.6} over {} of {} rows", u.tensor, u.mu, u.sigma, u.mu_plus_2sigma, u.rows_seen, u.rows);
+        }
+        let _ = writeln!(s, "tied: {} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence);
         let _ = writeln!(s, "class {:?}, {:.0} ms, kernel {}", r.class, r.timing_ms, r.kernel);
         s
     }

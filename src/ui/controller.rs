@@ -8,7 +8,7 @@ use web_sys::File;
 
 use super::params::Params;
 use crate::analysis::Progress;
-use crate::format::TensorInfo;
+use crate::job::Opened;
 use crate::report::Report;
 use crate::worker::client::WorkerClient;
 use crate::worker::protocol::{Envelope, Request, Response, SourceSpec};
@@ -33,18 +33,6 @@ impl Status {
             Status::Cancelled => "cancelled",
         }
     }
-}
-
-/// What the worker said about the opened file.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Opened {
-    pub file: String,
-    pub format: String,
-    pub tensors: Vec<TensorInfo>,
-    pub candidates: Vec<usize>,
-    pub chosen: String,
-    pub reason: String,
-    pub unembedding: Option<String>,
 }
 
 /// All page state, as copyable signals.
@@ -88,7 +76,7 @@ struct Controller {
     client: WorkerClient,
     params: Params,
     /// The source of the current analysis, to re-run it with another tensor.
-    current: Option<(SourceSpec, Option<File>)>,
+    current: Option<(SourceSpec, Vec<File>)>,
     /// Id of the current run; responses of older runs are dropped.
     run: u64,
 }
@@ -103,7 +91,7 @@ pub fn init(state: State, params: Params) {
     let client = WorkerClient::new(move |envelope| on_response(state, envelope));
     let demo = params.demo.clone();
     CONTROLLER.with(|c| *c.borrow_mut() = Some(Controller { client, params, current: None, run: 0 }));
-    start(state, SourceSpec::Demo(demo), None, None);
+    start(state, SourceSpec::Demo(demo), Vec::new(), None);
 }
 
 fn current_run() -> u64 {
@@ -120,9 +108,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
     }
     match response {
         Response::Ready => {}
-        Response::Opened { file, format, tensors, candidates, chosen, reason, unembedding } => {
-            state.opened.set(Some(Opened { file, format, tensors, candidates, chosen, reason, unembedding }));
-        }
+        Response::Opened(opened) => state.opened.set(Some(opened)),
         Response::Progress(p) => {
             if state.status.get_untracked() == Status::Running {
                 state.progress.set(Some(p));
@@ -140,7 +126,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
 }
 
 /// Analyses a source: the located embedding, or `tensor` when the user picked one.
-pub fn start(state: State, source: SourceSpec, file: Option<File>, tensor: Option<String>) {
+pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<String>) {
     // The status flips before anything else, so a watcher never mistakes the previous "done" for this run.
     state.status.set(Status::Running);
     state.report.set(None);
@@ -149,10 +135,12 @@ pub fn start(state: State, source: SourceSpec, file: Option<File>, tensor: Optio
     if tensor.is_none() {
         state.opened.set(None);
     }
-    state.source_label.set(match (&source, &file) {
-        (SourceSpec::Demo(name), _) => format!("built-in demo “{name}”"),
-        (SourceSpec::File, Some(f)) => f.name(),
-        (SourceSpec::File, None) => String::new(),
+    state.source_label.set(match &source {
+        SourceSpec::Demo(name) => format!("built-in demo “{name}”"),
+        SourceSpec::Files => match files.as_slice() {
+            [one] => one.name(),
+            many => format!("{} files", many.len()),
+        },
     });
     CONTROLLER.with(|c| {
         let mut c = c.borrow_mut();
@@ -160,7 +148,7 @@ pub fn start(state: State, source: SourceSpec, file: Option<File>, tensor: Optio
         // A previous run still going stops at its next step when it sees the new run id.
         c.run += 1;
         state.run.set(c.run);
-        c.current = Some((source.clone(), file.clone()));
+        c.current = Some((source.clone(), files.clone()));
         let request = Request::Analyze {
             run: c.run,
             source,
@@ -168,28 +156,28 @@ pub fn start(state: State, source: SourceSpec, file: Option<File>, tensor: Optio
             seed: c.params.seed,
             stop_after_rows: c.params.rows,
         };
-        c.client.send(request, file);
+        c.client.send(request, files);
     });
 }
 
-/// Files chosen or dropped by the user. The first file is analysed (shards: a later issue).
+/// Files chosen or dropped by the user: one model file, or shards (with their index, if any).
 pub fn open_files(state: State, files: Vec<File>) {
-    if let Some(file) = files.into_iter().next() {
-        start(state, SourceSpec::File, Some(file), None);
+    if !files.is_empty() {
+        start(state, SourceSpec::Files, files, None);
     }
 }
 
 /// Re-runs the current source with another tensor.
 pub fn choose_tensor(state: State, name: String) {
     let current = CONTROLLER.with(|c| c.borrow().as_ref().and_then(|c| c.current.clone()));
-    if let Some((source, file)) = current {
-        start(state, source, file, Some(name));
+    if let Some((source, files)) = current {
+        start(state, source, files, Some(name));
     }
 }
 
 /// Opens a built-in demo.
 pub fn open_demo(state: State, name: String) {
-    start(state, SourceSpec::Demo(name), None, None);
+    start(state, SourceSpec::Demo(name), Vec::new(), None);
 }
 
 /// Stops at once and discards the run.
@@ -208,7 +196,7 @@ pub fn cancel(state: State) {
 pub fn stop_early() {
     CONTROLLER.with(|c| {
         if let Some(c) = c.borrow().as_ref() {
-            c.client.send(Request::StopEarly, None);
+            c.client.send(Request::StopEarly, Vec::new());
         }
     });
 }

@@ -51,10 +51,14 @@ pub fn DropZone(
             on:drop=on_drop
         >
             <label class="pick">
-                <span>"Drop a model file here, or choose one"</span>
+                <span>"Drop a model file (or all shards with their index) here, or choose"</span>
                 <input type="file" data-testid="file-input" multiple accept=".safetensors,.gguf,.npy,.json" on:change=on_change />
             </label>
-            <p class="hint">".safetensors (any size). Only the header and the embedding's bytes are read; nothing is uploaded."</p>
+            <label class="pick folder">
+                "… or a whole model folder: "
+                <input type="file" data-testid="folder-input" prop:webkitdirectory=true multiple on:change=on_change />
+            </label>
+            <p class="hint">".safetensors (any size, sharded with model.safetensors.index.json), .gguf (F32/F16/BF16 and Q4_0…Q8_K), .npy. Only headers and the embedding's bytes are read; nothing is uploaded."</p>
             <label class="demo">
                 "or a built-in demo: "
                 <select data-testid="demo-select" on:change=on_demo>
@@ -90,16 +94,24 @@ pub fn TensorPicker(
                 })
                 .collect_view();
             let unembedding = o.unembedding.clone().map_or_else(
-                || "no separate unembedding (tied, or not in this file)".to_string(),
-                |u| format!("unembedding: {u} (not used for ε)"),
+                || "No separate unembedding (tied, or not in these files).".to_string(),
+                |u| format!("Unembedding: {u} (shown below, not used for ε)."),
             );
+            let files = match o.files.as_slice() {
+                [one] => one.clone(),
+                many => format!("{} files", many.len()),
+            };
+            let missing = (!o.missing.is_empty()).then(|| format!("Named by the index but not given: {}.", o.missing.join(", ")));
+            let ignored = (!o.ignored.is_empty()).then(|| format!("Not read (not named by the index, or not a model file): {}.", o.ignored.join(", ")));
             view! {
                 <section class="picker">
                     <label>
-                        <span>{format!("{} · {} · tensor: ", o.file, o.format)}</span>
+                        <span>{format!("{files} · {} · tensor: ", o.format)}</span>
                         <select data-testid="tensor-select" on:change=on_pick prop:value=chosen.clone()>{options}</select>
                     </label>
                     <p class="hint">{format!("Chosen: {} ({}). {}", o.chosen, o.reason, unembedding)}</p>
+                    {missing.map(|m| view! { <p class="hint" data-testid="missing-shards">{m}</p> })}
+                    {ignored.map(|m| view! { <p class="hint">{m}</p> })}
                 </section>
             }
         })
@@ -212,6 +224,7 @@ fn ResultCard(
         ("JL bound, C = 3.029", capacity_text(c.jl_c3029)),
         ("JL bound, C = 8", capacity_text(c.jl_c8)),
         ("class", class_text(r.class).to_string()),
+        ("tied embeddings", format!("{} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence)),
         ("time", format!("{:.0} ms ({} kernel)", r.timing_ms, r.kernel)),
     ];
     view! {
@@ -231,6 +244,19 @@ fn ResultCard(
                 {rows.into_iter().map(|(k, v)| view! { <tr><th>{k}</th><td>{v}</td></tr> }).collect_view()}
             </table>
             <p class="caveat">{r.caveat.clone()}</p>
+            {r.unembedding.clone().map(|u| {
+                let interval = u.mu_plus_2sigma_ci.map_or_else(
+                    || "exact".to_string(),
+                    |[lo, hi]| format!("95 % interval [{}, {}] from {} of {} rows", significant(lo, 4), significant(hi, 4), u.rows_seen, u.rows),
+                );
+                view! {
+                    <div class="unembedding" data-testid="unembedding">
+                        <h3>{format!("Unembedding {} ({} × {}, {})", u.tensor, u.rows, u.dim, u.dtype)}</h3>
+                        <p>{format!("μ = {} · σ = {} · μ + 2σ = {} ({interval})", significant(u.mu, 5), significant(u.sigma, 5), significant(u.mu_plus_2sigma, 5))}</p>
+                        <p class="hint">{u.note.clone()}</p>
+                    </div>
+                }
+            })}
             <Histogram report=r.clone() />
             <button on:click=download>"Download report (JSON)"</button>
         </div>

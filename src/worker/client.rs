@@ -22,7 +22,7 @@ struct Inner {
     worker: Option<Worker>,
     ready: bool,
     /// A request waiting for "ready".
-    pending: Option<(Request, Option<File>)>,
+    pending: Option<(Request, Vec<File>)>,
     handler: Handler,
     /// Closures kept alive as long as their worker.
     _closures: Vec<Closure<dyn FnMut(JsValue)>>,
@@ -68,8 +68,8 @@ impl WorkerClient {
                 let client = WorkerClient { inner: inner.clone() };
                 client.inner.borrow_mut().ready = true;
                 let pending = client.inner.borrow_mut().pending.take();
-                if let Some((request, file)) = pending {
-                    client.send(request, file);
+                if let Some((request, files)) = pending {
+                    client.send(request, files);
                 }
                 return;
             }
@@ -97,19 +97,23 @@ impl WorkerClient {
         }
     }
 
-    /// Sends a request (after "ready" if the worker is still starting).
-    pub fn send(&self, request: Request, file: Option<File>) {
+    /// Sends a request with its files (after "ready" if the worker is still starting).
+    pub fn send(&self, request: Request, files: Vec<File>) {
         let mut inner = self.inner.borrow_mut();
         if !inner.ready {
-            inner.pending = Some((request, file));
+            inner.pending = Some((request, files));
             return;
         }
         let Some(worker) = inner.worker.as_ref() else { return };
         let Ok(json) = serde_json::to_string(&request) else { return };
         let message = Object::new();
         let _ = Reflect::set(&message, &"json".into(), &JsValue::from_str(&json));
-        if let Some(file) = file {
-            let _ = Reflect::set(&message, &"file".into(), &file);
+        if !files.is_empty() {
+            let array = js_sys::Array::new();
+            for f in &files {
+                array.push(f);
+            }
+            let _ = Reflect::set(&message, &"files".into(), &array);
         }
         if let Err(e) = worker.post_message(&message) {
             drop(inner);

@@ -1,17 +1,17 @@
 //! Messages between the page and the worker, sent as JSON text (u64 counts survive intact, unlike
-//! a structured-clone of numbers) next to the `File` handle when there is one.
+//! a structured-clone of numbers) next to the `File` handles when there are some.
 
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::Progress;
-use crate::format::TensorInfo;
+use crate::job::Opened;
 use crate::report::Report;
 
 /// What to read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum SourceSpec {
-    /// The `File` attached to the message.
-    File,
+    /// The `File`s attached to the message (one model file, or shards with their index).
+    Files,
     /// A built-in demo, generated in the worker (`synth::demo`).
     Demo(String),
 }
@@ -38,16 +38,8 @@ pub enum Request {
 pub enum Response {
     /// The worker's message handler is installed; requests sent before this are lost.
     Ready,
-    /// The header was read: the tensors on offer and the one being analysed.
-    Opened {
-        file: String,
-        format: String,
-        tensors: Vec<TensorInfo>,
-        candidates: Vec<usize>,
-        chosen: String,
-        reason: String,
-        unembedding: Option<String>,
-    },
+    /// The headers were read: the tensors on offer and the one being analysed.
+    Opened(Opened),
     Progress(Progress),
     Done(Report),
     Failed { message: String },

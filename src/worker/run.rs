@@ -2,6 +2,7 @@
 //! post progress and the report.
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use js_sys::{Object, Promise, Reflect};
@@ -11,9 +12,8 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageChannel, MessageEve
 
 use super::blob_source::BlobSource;
 use super::protocol::{Envelope, Request, Response, SourceSpec};
-use crate::analysis::{Analysis, AnalysisConfig, Origin, Phase};
-use crate::format::read_model;
-use crate::locate::{choose, locate};
+use crate::analysis::AnalysisConfig;
+use crate::job::Job;
 use crate::source::{ByteSource, SliceSource};
 use crate::synth;
 
@@ -49,11 +49,15 @@ pub fn start() {
         match request {
             Some(Request::StopEarly) => STOP_EARLY.with(|s| s.set(true)),
             Some(Request::Analyze { run: generation, source, tensor, seed, stop_after_rows }) => {
-                let file = Reflect::get(&data, &"file".into()).ok().and_then(|f| f.dyn_into::<File>().ok());
+                let files: Vec<File> = Reflect::get(&data, &"files".into())
+                    .ok()
+                    .and_then(|f| f.dyn_into::<js_sys::Array>().ok())
+                    .map(|a| a.iter().filter_map(|f| f.dyn_into::<File>().ok()).collect())
+                    .unwrap_or_default();
                 GENERATION.with(|g| g.set(generation));
                 STOP_EARLY.with(|s| s.set(false));
                 wasm_bindgen_futures::spawn_local(async move {
-                    if let Err(message) = analyze(generation, source, file, tensor, seed, stop_after_rows).await {
+                    if let Err(message) = analyze(generation, source, files, tensor, seed, stop_after_rows).await {
                         post(generation, Response::Failed { message });
                     }
                 });
@@ -66,14 +70,21 @@ pub fn start() {
     post(0, Response::Ready);
 }
 
-/// Opens the source named by the request.
-fn open_source(source: &SourceSpec, file: Option<File>) -> Result<Box<dyn ByteSource>, String> {
+/// Opens the sources named by the request.
+fn open_sources(source: &SourceSpec, files: Vec<File>) -> Result<Vec<Rc<dyn ByteSource>>, String> {
     match source {
-        SourceSpec::File => {
-            let file = file.ok_or("internal: no file attached to the request")?;
-            let name = file.name();
-            let blob: Blob = file.into();
-            Ok(Box::new(BlobSource::new(name, blob).map_err(|e| e.to_string())?))
+        SourceSpec::Files => {
+            if files.is_empty() {
+                return Err("internal: no file attached to the request".into());
+            }
+            files
+                .into_iter()
+                .map(|f| {
+                    let name = f.name();
+                    let blob: Blob = f.into();
+                    BlobSource::new(name, blob).map(|s| Rc::new(s) as Rc<dyn ByteSource>).map_err(|e| e.to_string())
+                })
+                .collect()
         }
         SourceSpec::Demo(name) => {
             let cached = DEMO_CACHE.with(|c| c.borrow().as_ref().filter(|(n, _)| n == name).map(|(_, b)| b.clone()));
@@ -89,7 +100,7 @@ fn open_source(source: &SourceSpec, file: Option<File>) -> Result<Box<dyn ByteSo
                     bytes
                 }
             };
-            Ok(Box::new(SliceSource::new(format!("demo-{name}.safetensors"), bytes)))
+            Ok(vec![Rc::new(SliceSource::new(format!("demo-{name}.safetensors"), bytes))])
         }
     }
 }
@@ -97,37 +108,27 @@ fn open_source(source: &SourceSpec, file: Option<File>) -> Result<Box<dyn ByteSo
 async fn analyze(
     generation: u64,
     source: SourceSpec,
-    file: Option<File>,
+    files: Vec<File>,
     tensor: Option<String>,
     seed: u64,
     stop_after_rows: Option<u64>,
 ) -> Result<(), String> {
     let started = now_ms();
-    let source = open_source(&source, file)?;
-    let model = read_model(source.as_ref(), 0).map_err(|e| e.to_string())?;
-    let located = locate(&model);
-    let file_name = source.name().to_string();
-    let (info, reason) = choose(&model, tensor.as_deref(), &file_name).map_err(|e| e.to_string())?;
-    post(generation, Response::Opened {
-        file: file_name.clone(),
-        format: model.format.clone(),
-        tensors: model.tensors.clone(),
-        candidates: located.candidates.clone(),
-        chosen: info.name.clone(),
-        reason: reason.clone(),
-        unembedding: located.unembedding.and_then(|i| model.tensors.get(i)).map(|t| t.name.clone()),
-    });
-    let origin = Origin { file: file_name, format: model.format.clone(), tensor_reason: reason };
+    let sources = open_sources(&source, files)?;
     let config = AnalysisConfig { seed, stop_after_rows, ..AnalysisConfig::default() };
-    let mut analysis = Analysis::new(source, info, origin, config).map_err(|e| e.to_string())?;
+    let (mut job, opened) = Job::open(sources, tensor.as_deref(), config).map_err(|e| e.to_string())?;
+    post(generation, Response::Opened(opened));
     let mut last_post = now_ms();
     loop {
-        let phase = analysis.step().map_err(|e| e.to_string())?;
-        if phase == Phase::Done || STOP_EARLY.with(|s| s.get()) {
+        if job.step().map_err(|e| e.to_string())? {
+            break;
+        }
+        if STOP_EARLY.with(|s| s.get()) {
+            job.stop();
             break;
         }
         if now_ms() - last_post > 150.0 {
-            post(generation, Response::Progress(analysis.progress()));
+            post(generation, Response::Progress(job.progress()));
             last_post = now_ms();
             // A task boundary: lets a StopEarly or a new request in.
             yield_task().await;
@@ -140,7 +141,7 @@ async fn analyze(
             return Ok(());
         }
     }
-    let mut report = analysis.report(now_ms() - started).map_err(|e| e.to_string())?;
+    let mut report = job.report(now_ms() - started).map_err(|e| e.to_string())?;
     report.peak_wasm_bytes = wasm_memory_bytes();
     post(generation, Response::Done(report));
     Ok(())

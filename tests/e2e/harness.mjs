@@ -168,3 +168,21 @@ export function writeSafetensors(path, tensors, seed = 1) {
   writeFileSync(path, Buffer.concat([len, json, ...datas]));
   return path;
 }
+
+/** Writes a NumPy .npy (format 1.0, little-endian float32, C order) of a seeded matrix. */
+export function writeNpy(path, rows, dim, seed = 1) {
+  let s = seed >>> 0 || 1;
+  const next = () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s / 2 ** 32 - 0.5; };
+  const data = new Float32Array(rows * dim);
+  for (let i = 0; i < data.length; i++) data[i] = next() + (i % dim === 0 ? 0.3 : 0);
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${rows}, ${dim}), }`;
+  const total = 10 + header.length + 1;
+  header += " ".repeat((64 - (total % 64)) % 64) + "\n";
+  const pre = Buffer.alloc(10);
+  Buffer.from([0x93]).copy(pre, 0);
+  pre.write("NUMPY", 1, "latin1");
+  pre[6] = 1; pre[7] = 0;
+  pre.writeUInt16LE(header.length, 8);
+  writeFileSync(path, Buffer.concat([pre, Buffer.from(header, "latin1"), Buffer.from(data.buffer)]));
+  return path;
+}

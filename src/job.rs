@@ -1,0 +1,190 @@
+//! One job as a user asks for it: a set of files → the chosen tensor's analysis, then (when the
+//! model has a separate one) the unembedding's, and whether the two are tied. Shared by the CLI and
+//! the browser worker so both print the same [`Report`].
+//!
+//! The unembedding is not what the paper measures (`shared/paper.md` §1, §6 Fig. 9/10); it is
+//! estimated from a uniform sample of [`UNEMBEDDING_ROWS`] rows (exact when the matrix is smaller)
+//! so that it never doubles the time of the job, and its interval is reported.
+
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::{Analysis, AnalysisConfig, Origin, Phase, Progress};
+use crate::error::Error;
+use crate::format::set::{choose_in_set, read_model_set, ModelSet};
+use crate::format::TensorInfo;
+use crate::locate::locate;
+use crate::report::{Report, UnembeddingReport};
+use crate::source::ByteSource;
+
+/// Rows sampled from the unembedding.
+pub const UNEMBEDDING_ROWS: u64 = 8192;
+/// Rows compared byte for byte to decide whether a separate unembedding equals the embedding.
+pub const TIED_CHECK_ROWS: u64 = 64;
+
+/// What the job found in the files, before any arithmetic (for the tensor picker).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Opened {
+    pub files: Vec<String>,
+    pub format: String,
+    pub tensors: Vec<TensorInfo>,
+    /// Indices of the 2-D floating-point tensors a user may pick.
+    pub candidates: Vec<usize>,
+    pub chosen: String,
+    pub reason: String,
+    pub unembedding: Option<String>,
+    /// Shards the index names that were not given, and given files the index does not name.
+    pub missing: Vec<String>,
+    pub ignored: Vec<String>,
+}
+
+/// Whether the unembedding is the embedding.
+#[derive(Clone, Debug, PartialEq)]
+struct Tied {
+    tied: Option<bool>,
+    evidence: String,
+}
+
+pub struct Job {
+    embedding: Analysis,
+    unembedding: Option<Analysis>,
+    tied: Tied,
+    stopped: bool,
+}
+
+impl Job {
+    /// Reads the headers of `sources`, chooses the tensor (`tensor`, or the located embedding) and
+    /// prepares its analysis. No tensor data is read yet, except a few rows for the tied check.
+    pub fn open(sources: Vec<Rc<dyn ByteSource>>, tensor: Option<&str>, config: AnalysisConfig) -> Result<(Job, Opened), Error> {
+        let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s.as_ref()).collect();
+        let set = read_model_set(&refs)?;
+        let (info, reason) = choose_in_set(&set, tensor)?;
+        let model = set.model_info();
+        let located = locate(&model);
+        let unembedding_info = located
+            .unembedding
+            .and_then(|i| model.tensors.get(i))
+            .filter(|u| u.name != info.name)
+            .cloned();
+        let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref());
+        let source_of = |t: &TensorInfo| -> Result<Rc<dyn ByteSource>, Error> {
+            sources.get(t.file).cloned().ok_or_else(|| Error::TensorNotFound { name: t.name.clone(), file: set.describe() })
+        };
+        let origin = |t: &TensorInfo, reason: &str| Origin {
+            file: set.files.get(t.file).cloned().unwrap_or_default(),
+            format: set.format.clone(),
+            tensor_reason: reason.to_string(),
+        };
+        let opened = Opened {
+            files: set.files.clone(),
+            format: set.format.clone(),
+            tensors: model.tensors.clone(),
+            candidates: located.candidates.clone(),
+            chosen: info.name.clone(),
+            reason: reason.clone(),
+            unembedding: unembedding_info.as_ref().map(|u| u.name.clone()),
+            missing: set.missing.clone(),
+            ignored: set.ignored.clone(),
+        };
+        let embedding = Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason), config.clone())?;
+        // A broken unembedding must not cost the user the embedding's result: it is left out.
+        let unembedding = match &unembedding_info {
+            Some(u) => {
+                let config = AnalysisConfig { stop_after_rows: Some(UNEMBEDDING_ROWS), ..config };
+                source_of(u).ok().and_then(|s| Analysis::new(Box::new(s), u.clone(), origin(u, "unembedding"), config).ok())
+            }
+            None => None,
+        };
+        Ok((Job { embedding, unembedding, tied, stopped: false }, opened))
+    }
+
+    /// One bounded piece of work; true when the job is finished.
+    pub fn step(&mut self) -> Result<bool, Error> {
+        if self.stopped {
+            return Ok(true);
+        }
+        if self.embedding.phase() != Phase::Done {
+            self.embedding.step()?;
+            return Ok(self.embedding.phase() == Phase::Done && self.unembedding.is_none());
+        }
+        match self.unembedding.as_mut() {
+            Some(u) if u.phase() != Phase::Done => {
+                // An unreadable unembedding ends its part of the job, not the job.
+                if u.step().is_err() {
+                    self.unembedding = None;
+                    return Ok(true);
+                }
+                Ok(u.phase() == Phase::Done)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// Ends the job where it stands: the report then carries estimates with their intervals.
+    pub fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    /// Runs to the end (CLI, tests).
+    pub fn run(mut self) -> Result<Self, Error> {
+        while !self.step()? {}
+        Ok(self)
+    }
+
+    /// Progress of the whole job: the unembedding's sample counts as a small last stretch.
+    pub fn progress(&self) -> Progress {
+        let mut p = self.embedding.progress();
+        if let Some(u) = self.unembedding.as_ref() {
+            if self.embedding.phase() == Phase::Done {
+                let q = u.progress();
+                p.fraction = 0.9 + 0.1 * q.fraction;
+                p.phase = q.phase;
+            } else {
+                p.fraction *= 0.9;
+            }
+        }
+        p
+    }
+
+    pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {
+        let mut report = self.embedding.report(timing_ms)?;
+        report.unembedding = self.unembedding.as_ref().and_then(|u| u.report(0.0).ok()).map(|r| UnembeddingReport::from_report(&r));
+        report.tied = self.tied.tied;
+        report.tied_evidence = self.tied.evidence.clone();
+        Ok(report)
+    }
+}
+
+/// Decides whether input and output embeddings are tied: no separate output tensor, or a separate
+/// one whose bytes equal the embedding's on [`TIED_CHECK_ROWS`] rows spread over the matrix.
+fn tied_check(sources: &[Rc<dyn ByteSource>], set: &ModelSet, embedding: &TensorInfo, unembedding: Option<&TensorInfo>) -> Tied {
+    let Some(u) = unembedding else {
+        let missing = ["lm_head.weight", "output.weight"].iter().find_map(|n| set.missing_shard_for(n));
+        return match missing {
+            Some(shard) => Tied { tied: None, evidence: format!("unknown: the output matrix is in {shard}, which was not given") },
+            None => Tied { tied: Some(true), evidence: "no separate output matrix: the input embedding doubles as the unembedding".into() },
+        };
+    };
+    if u.shape != embedding.shape || u.dtype != embedding.dtype {
+        return Tied { tied: Some(false), evidence: format!("separate {} of shape {:?} {}", u.name, u.shape, u.dtype) };
+    }
+    let (Some((rows, _)), Some(es), Some(us)) = (embedding.matrix(), sources.get(embedding.file), sources.get(u.file)) else {
+        return Tied { tied: None, evidence: "unknown".into() };
+    };
+    let row_bytes = if rows == 0 { 0 } else { (embedding.byte_range.1 - embedding.byte_range.0) / rows };
+    let checks = TIED_CHECK_ROWS.min(rows);
+    let (mut a, mut b) = (vec![0u8; row_bytes as usize], vec![0u8; row_bytes as usize]);
+    for i in 0..checks {
+        let r = i * rows / checks.max(1);
+        let ok = es.read_at(embedding.byte_range.0 + r * row_bytes, &mut a).is_ok()
+            && us.read_at(u.byte_range.0 + r * row_bytes, &mut b).is_ok();
+        if !ok {
+            return Tied { tied: None, evidence: "unknown: rows could not be read".into() };
+        }
+        if a != b {
+            return Tied { tied: Some(false), evidence: format!("separate {} with different values (row {r} differs)", u.name) };
+        }
+    }
+    Tied { tied: Some(true), evidence: format!("separate {} with equal values on the {checks} rows compared", u.name) }
+}
