@@ -16,7 +16,7 @@ use crate::kernel::{self, MAX_CHUNK_ROWS};
 use crate::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
 use crate::report::{HistogramReport, Report, CAPACITY_CAVEAT, SCHEMA_VERSION};
 use crate::source::ByteSource;
-use crate::stats::{normalise_row, GramMoments, Moments, PairSample, RowCounts, RowFate};
+use crate::stats::{normalise_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts, RowFate};
 
 /// Largest d_model accepted: the f64 Gram triangle is d²/2·8 bytes (537 MB at 16384).
 pub const MAX_DIM: u64 = 16384;
@@ -86,13 +86,18 @@ pub struct Analysis {
     row_bytes: u64,
     plan: Plan,
     phase: Phase,
-    /// Unit rows of the histogram sample (kept rows only), `dim_padded` each.
+    /// Unit rows of the histogram sample (kept rows only), `dim_padded` each, and their blocks.
     sample_units: Vec<f32>,
+    sample_block: Vec<u32>,
+    /// Sample blocks read so far.
     sample_read: usize,
     sample_counts: RowCounts,
     pair_sample: Option<PairSample>,
     pair_block: usize,
     gram: GramMoments,
+    /// Σ cos, Σ cos², pair count over pairs within the visited blocks (the running estimate's
+    /// within-block stratum).
+    within: (f64, f64, u64),
     next_block: usize,
     /// Reused buffers: raw bytes, decoded rows, sample dot products, f64 unit rows of the pass.
     raw: Vec<u8>,
@@ -126,7 +131,8 @@ impl Analysis {
         })?;
         let dim = dim as usize;
         let dim_padded = kernel::padded_dim(dim);
-        let plan = Plan::new(rows, config.seed, config.block_rows, config.histogram_rows);
+        let block_rows = config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
+        let plan = Plan::new(rows, config.seed, block_rows, config.histogram_rows);
         Ok(Self {
             source,
             origin,
@@ -137,11 +143,13 @@ impl Analysis {
             plan,
             phase: Phase::Sample,
             sample_units: Vec::new(),
+            sample_block: Vec::new(),
             sample_read: 0,
             sample_counts: RowCounts::default(),
             pair_sample: None,
             pair_block: 0,
             gram: GramMoments::new(dim),
+            within: (0.0, 0.0, 0),
             next_block: 0,
             raw: Vec::new(),
             decoded: Vec::new(),
@@ -186,31 +194,26 @@ impl Analysis {
     }
 
     fn step_sample(&mut self) -> Result<(), Error> {
-        // Up to 64 sample rows per step, runs of adjacent rows read at once.
-        let end = (self.sample_read + MAX_CHUNK_ROWS).min(self.plan.sample.len());
-        let mut i = self.sample_read;
-        while i < end {
-            let first = self.plan.sample[i];
-            let mut run = 1;
-            while i + run < end && self.plan.sample[i + run] == first + run as u64 {
-                run += 1;
-            }
-            self.read_rows(first, run)?;
-            for r in 0..run {
+        // One sample block per step: one read of adjacent rows.
+        if let Some(&block) = self.plan.sample().get(self.sample_read) {
+            let (first, stop) = self.plan.block_range(block);
+            let count = (stop - first) as usize;
+            self.read_rows(first, count)?;
+            for r in 0..count {
                 let at = self.sample_units.len();
                 self.sample_units.resize(at + self.dim_padded, 0.0);
                 let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.sample_units[at..]);
                 self.sample_counts.record(fate);
-                if fate != RowFate::Kept {
+                if fate == RowFate::Kept {
+                    self.sample_block.push(block);
+                } else {
                     self.sample_units.truncate(at);
                 }
             }
-            i += run;
+            self.sample_read += 1;
         }
-        self.sample_read = end;
-        if self.sample_read >= self.plan.sample.len() {
-            let kept = self.sample_units.len() / self.dim_padded;
-            self.pair_sample = Some(PairSample::new(kept));
+        if self.sample_read >= self.plan.sample_blocks {
+            self.pair_sample = Some(PairSample::new(std::mem::take(&mut self.sample_block)));
             self.phase = Phase::SamplePairs;
         }
         Ok(())
@@ -219,6 +222,8 @@ impl Analysis {
     fn step_sample_pairs(&mut self) {
         let d = self.dim_padded;
         let n = self.sample_units.len() / d;
+        // Pairs within a block are left out unless the sample is the whole matrix (see PairSample).
+        let whole = self.plan.sample_blocks >= self.plan.blocks.len();
         let Some(sample) = self.pair_sample.as_mut() else {
             self.phase = Phase::Pass;
             return;
@@ -237,7 +242,9 @@ impl Analysis {
         kernel::dots(a, b, d, &mut self.units);
         for i in 0..i1 - i0 {
             for j in i + 1..nb {
-                sample.add_pair(i0 + i, i0 + j, self.units[i * nb + j]);
+                if whole || sample.block[i0 + i] != sample.block[i0 + j] {
+                    sample.add_pair(i0 + i, i0 + j, self.units[i * nb + j]);
+                }
             }
         }
         self.pair_block += 1;
@@ -246,37 +253,43 @@ impl Analysis {
         }
     }
 
+    /// Blocks the pass visits: all, or the first ones holding at least `stop_after_rows` rows.
     fn pass_target(&self) -> usize {
         match self.config.stop_after_rows {
-            Some(limit) => {
-                let blocks = limit.div_ceil(self.plan.block_rows) as usize;
-                blocks.min(self.plan.blocks.len())
-            }
+            Some(limit) => self.plan.blocks_for_rows(limit),
             None => self.plan.blocks.len(),
         }
     }
 
     fn step_pass(&mut self) -> Result<(), Error> {
         let target = self.pass_target();
+        // Blocks hold at most MAX_CHUNK_ROWS rows (see `new`), so each fits one kernel call.
         let blocks_per_step = (MAX_CHUNK_ROWS as u64 / self.plan.block_rows).max(1) as usize;
         let end = (self.next_block + blocks_per_step).min(target);
         let d = self.dim_padded;
         let mut kept = 0usize;
         self.wide.resize(MAX_CHUNK_ROWS * d, 0.0);
+        // Within-block pairs feed the running estimate only; the final step skips them.
+        let estimating = end < self.plan.blocks.len();
         for bi in self.next_block..end {
             let (first, stop) = self.plan.block_range(self.plan.blocks[bi]);
             let count = (stop - first) as usize;
             self.read_rows(first, count)?;
+            if kept + count > MAX_CHUNK_ROWS {
+                self.gram.add_unit_rows(&self.wide[..kept * d]);
+                kept = 0;
+            }
+            let block_start = kept;
             for r in 0..count {
                 let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.wide[kept * d..(kept + 1) * d]);
                 self.gram.counts.record(fate);
                 if fate == RowFate::Kept {
                     kept += 1;
-                    if kept == MAX_CHUNK_ROWS {
-                        self.gram.add_unit_rows(&self.wide[..kept * d]);
-                        kept = 0;
-                    }
                 }
+            }
+            if estimating {
+                let (w1, w2, wp) = within_block_sums(&self.wide[block_start * d..kept * d], d);
+                self.within = (self.within.0 + w1, self.within.1 + w2, self.within.2 + wp);
             }
         }
         if kept > 0 {
@@ -294,15 +307,46 @@ impl Analysis {
         self.next_block >= self.plan.blocks.len()
     }
 
-    /// Running estimate: ε over the pairs among rows seen, with its standard error.
+    /// Moments of all pairs: exact once every block was visited; before that a stratified estimate
+    /// from the blocks seen. Pairs inside one block (vocabulary neighbours, over-represented in a
+    /// block prefix) and pairs across blocks are averaged separately and weighted by their share of
+    /// the whole matrix's pairs, so the estimate is not pulled towards related neighbours.
+    fn running_moments(&self) -> Option<Moments> {
+        let all = self.gram.moments()?;
+        if self.is_exact() {
+            return Some(all);
+        }
+        let counts = self.gram.counts;
+        let (w1, w2, wp) = self.within;
+        let n = counts.kept as f64;
+        let pairs = n * (n - 1.0) / 2.0;
+        let (b1, b2, bp) = (all.mu * pairs - w1, all.mean_sq * pairs - w2, pairs - wp as f64);
+        if bp <= 0.0 || wp == 0 {
+            return Some(all);
+        }
+        let blocks_seen = self.next_block as f64;
+        let blocks_total = self.plan.blocks.len() as f64;
+        let population = self.rows as f64 * n / counts.seen.max(1) as f64;
+        let within_pop = wp as f64 / blocks_seen * blocks_total;
+        let between_pop = (population * (population - 1.0) / 2.0 - within_pop).max(0.0);
+        let total = within_pop + between_pop;
+        let mu = (b1 / bp * between_pop + w1 / wp as f64 * within_pop) / total;
+        let mean_sq = (b2 / bp * between_pop + w2 / wp as f64 * within_pop) / total;
+        let sigma = (mean_sq - mu * mu).max(0.0).sqrt();
+        Some(Moments { rows: counts.kept, pairs: all.pairs, mu, mean_sq, sigma })
+    }
+
+    /// Running estimate: ε with its standard error.
     fn running(&self) -> Option<(Moments, f64, Option<f64>)> {
-        let m = self.gram.moments()?;
+        let m = self.running_moments()?;
         let eps = estimate::epsilon(m.mu, m.sigma);
         let se = if self.is_exact() {
             Some(0.0)
         } else {
             let population = self.rows.saturating_sub(self.gram.counts.dropped());
-            self.pair_sample.as_ref().and_then(|s| estimate::epsilon_standard_error(s, &m, m.rows, population))
+            self.pair_sample.as_ref().and_then(|s| {
+                estimate::epsilon_standard_error(s, &m, self.next_block as u64, self.plan.blocks.len() as u64, m.rows, population)
+            })
         };
         Some((m, eps, se))
     }
@@ -310,12 +354,12 @@ impl Analysis {
     pub fn progress(&self) -> Progress {
         // Weight phases by their cost in pass rows: a pass row costs d²/2 multiply-adds, the n²/2
         // sample pairs n²·d/2, i.e. as much as n²/d pass rows.
-        let n = self.plan.sample.len() as f64;
+        let n = self.plan.sample_rows() as f64;
         let pass_rows = self.pass_target() as f64 * self.plan.block_rows as f64;
         let sample_cost = n * n / self.dim as f64 + 1.0;
         let total = sample_cost + pass_rows;
         let done = match self.phase {
-            Phase::Sample => sample_cost * 0.2 * self.sample_read as f64 / n.max(1.0),
+            Phase::Sample => sample_cost * 0.2 * self.sample_read as f64 / self.plan.sample_blocks.max(1) as f64,
             Phase::SamplePairs => {
                 let rows = (self.sample_units.len() / self.dim_padded.max(1)) as f64;
                 let blocks = (rows / MAX_CHUNK_ROWS as f64).ceil().max(1.0);
@@ -348,7 +392,7 @@ impl Analysis {
         let (m, eps, se) = self.running().ok_or_else(too_few)?;
         let exact = self.is_exact();
         let dim = self.dim as u64;
-        let empty = PairSample::new(0);
+        let empty = PairSample::new(Vec::new());
         let sample = self.pair_sample.as_ref().unwrap_or(&empty);
         let hist_rows = sample.rows() as u64;
         Ok(Report {

@@ -103,34 +103,44 @@ pub fn class(eps: f64) -> Class {
     }
 }
 
-/// Standard error of ε estimated from the pairs among `n` of `population` rows drawn without
-/// replacement, by the delta method on the U-statistics for μ and E[cos²]:
-/// Var ≈ (4ζ₁/n + 2ζ₂/n²)·(1 − n/N), with ζ₁, ζ₂ measured on the histogram's row sample.
-/// Zero when every row has been seen.
-pub fn epsilon_standard_error(sample: &PairSample, at: &Moments, n: u64, population: u64) -> Option<f64> {
-    if n >= population {
+/// Standard error of a running ε, by the delta method on the U-statistics for μ and E[cos²], when
+/// `blocks` of `blocks_total` blocks (`rows` rows) have been visited in random order:
+/// Var ≈ 4ζ₁/b·(1 − b/B) + 2ζ₂/n²·(1 − n/N), with ζ₁ the covariance of block means of the per-row
+/// mean (cos, cos²) and ζ₂ that of single pairs, both measured on the histogram's sample of blocks.
+/// Blocks rather than rows are the sampling unit because the pass reads whole blocks (one read per
+/// block; a browser read costs ~0.7 ms whatever its size). Zero once every block was visited.
+pub fn epsilon_standard_error(sample: &PairSample, at: &Moments, blocks: u64, blocks_total: u64, rows: u64, rows_total: u64) -> Option<f64> {
+    if blocks >= blocks_total {
         return Some(0.0);
     }
-    let m = sample.rows();
-    if m < 3 || n < 2 || at.sigma <= 0.0 {
+    if sample.pairs < 3 || blocks == 0 || rows < 2 || at.sigma <= 0.0 {
         return None;
     }
     // Gradient of ε = μ + 2·sqrt(E[c²] − μ²) with respect to (μ, E[c²]).
     let g = [1.0 - 2.0 * at.mu / at.sigma, 1.0 / at.sigma];
-    // ζ₁: covariance of the per-row means h₁(i) = mean_j (cos, cos²).
-    let mf = m as f64;
-    let h: Vec<[f64; 2]> = sample
-        .row_sum
-        .iter()
-        .zip(&sample.row_sum_sq)
-        .map(|(s, s2)| [s / (mf - 1.0), s2 / (mf - 1.0)])
-        .collect();
-    let mean = [h.iter().map(|x| x[0]).sum::<f64>() / mf, h.iter().map(|x| x[1]).sum::<f64>() / mf];
+    // Block means of the per-row means h₁(i) = mean over partners j of (cos, cos²).
+    let mut by_block: std::collections::BTreeMap<u32, ([f64; 2], f64)> = std::collections::BTreeMap::new();
+    for i in 0..sample.rows() {
+        let n = sample.row_pairs[i] as f64;
+        if n == 0.0 {
+            continue;
+        }
+        let e = by_block.entry(sample.block[i]).or_insert(([0.0; 2], 0.0));
+        e.0[0] += sample.row_sum[i] / n;
+        e.0[1] += sample.row_sum_sq[i] / n;
+        e.1 += 1.0;
+    }
+    let means: Vec<[f64; 2]> = by_block.values().map(|(s, n)| [s[0] / n, s[1] / n]).collect();
+    let m = means.len() as f64;
+    if m < 2.0 {
+        return None;
+    }
+    let centre = [means.iter().map(|x| x[0]).sum::<f64>() / m, means.iter().map(|x| x[1]).sum::<f64>() / m];
     let mut z1 = [[0.0f64; 2]; 2];
-    for x in &h {
+    for x in &means {
         for a in 0..2 {
             for b in 0..2 {
-                z1[a][b] += (x[a] - mean[a]) * (x[b] - mean[b]) / (mf - 1.0);
+                z1[a][b] += (x[a] - centre[a]) * (x[b] - centre[b]) / (m - 1.0);
             }
         }
     }
@@ -138,12 +148,10 @@ pub fn epsilon_standard_error(sample: &PairSample, at: &Moments, n: u64, populat
     let p = sample.pairs as f64;
     let [s1, s2, s3, s4] = sample.power_sums.map(|s| s / p);
     let z2 = [[s2 - s1 * s1, s3 - s1 * s2], [s3 - s1 * s2, s4 - s2 * s2]];
-    let quad = |z: [[f64; 2]; 2]| {
-        g[0] * g[0] * z[0][0] + 2.0 * g[0] * g[1] * z[0][1] + g[1] * g[1] * z[1][1]
-    };
-    let nf = n as f64;
-    let fpc = 1.0 - nf / population as f64;
-    let var = (4.0 * quad(z1).max(0.0) / nf + 2.0 * quad(z2).max(0.0) / (nf * nf)) * fpc;
+    let quad = |z: [[f64; 2]; 2]| g[0] * g[0] * z[0][0] + 2.0 * g[0] * g[1] * z[0][1] + g[1] * g[1] * z[1][1];
+    let (b, n) = (blocks as f64, rows as f64);
+    let var = 4.0 * quad(z1).max(0.0) / b * (1.0 - b / blocks_total as f64)
+        + 2.0 * quad(z2).max(0.0) / (n * n) * (1.0 - n / rows_total.max(1) as f64).max(0.0);
     Some(var.max(0.0).sqrt())
 }
 

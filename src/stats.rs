@@ -192,6 +192,22 @@ impl GramMoments {
     }
 }
 
+/// Σ cos and Σ cos² over the pairs i < j within one block of `k` f64 unit rows (`d` each): the
+/// within-block stratum of a running estimate (`analysis`).
+pub fn within_block_sums(rows: &[f64], d: usize) -> (f64, f64, u64) {
+    let mut sums = (0.0f64, 0.0f64, 0u64);
+    let rows: Vec<&[f64]> = rows.chunks_exact(d).collect();
+    for (i, a) in rows.iter().enumerate() {
+        for b in &rows[i + 1..] {
+            let c: f64 = a.iter().zip(b.iter()).map(|(x, y)| x * y).sum();
+            sums.0 += c;
+            sums.1 += c * c;
+            sums.2 += 1;
+        }
+    }
+    sums
+}
+
 /// A histogram over `[lo, hi]` with equal bins; values outside land in the end bins' outside counts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
@@ -241,29 +257,37 @@ pub const HISTOGRAM_BINS: usize = 300;
 /// The zoom of Fig. 1/2: [−0.2, 0.2].
 pub const ZOOM_HALF_WIDTH: f64 = 0.2;
 
-/// Individual cosines among a uniform sample of rows: histograms, and the moments needed for the
-/// uncertainty of a partial pass (the U-statistic variance terms ζ₁, ζ₂).
+/// Individual cosines among a sample of rows: histograms, and the moments needed for the
+/// uncertainty of a partial pass (the U-statistic variance terms ζ₁, ζ₂). The sample is made of
+/// whole blocks of adjacent rows; pairs within one block are left out when the sample does not
+/// cover the matrix, because vocabulary neighbours are related more often than random pairs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PairSample {
     pub full: Histogram,
     pub zoom: Histogram,
-    /// Σ cos^p for p = 1..4 over pairs i < j.
+    /// Σ cos^p for p = 1..4 over the pairs recorded.
     pub power_sums: [f64; 4],
     pub pairs: u64,
-    /// Per sample row: Σ_j cos(i, j) and Σ_j cos²(i, j) over the other sample rows.
+    /// Per sample row: its block, and Σ_j cos(i, j), Σ_j cos²(i, j) and the count over its partners.
+    pub block: Vec<u32>,
     pub row_sum: Vec<f64>,
     pub row_sum_sq: Vec<f64>,
+    pub row_pairs: Vec<u64>,
 }
 
 impl PairSample {
-    pub fn new(rows: usize) -> Self {
+    /// A sample whose row `i` belongs to block `block[i]`.
+    pub fn new(block: Vec<u32>) -> Self {
+        let rows = block.len();
         Self {
             full: Histogram::new(-1.0, 1.0, HISTOGRAM_BINS),
             zoom: Histogram::new(-ZOOM_HALF_WIDTH, ZOOM_HALF_WIDTH, HISTOGRAM_BINS),
             power_sums: [0.0; 4],
             pairs: 0,
+            block,
             row_sum: vec![0.0; rows],
             row_sum_sq: vec![0.0; rows],
+            row_pairs: vec![0; rows],
         }
     }
 
@@ -281,9 +305,10 @@ impl PairSample {
         self.power_sums[3] += c2 * c2;
         self.pairs += 1;
         for k in [i, j] {
-            if let (Some(s), Some(s2)) = (self.row_sum.get_mut(k), self.row_sum_sq.get_mut(k)) {
+            if let (Some(s), Some(s2), Some(n)) = (self.row_sum.get_mut(k), self.row_sum_sq.get_mut(k), self.row_pairs.get_mut(k)) {
                 *s += c;
                 *s2 += c2;
+                *n += 1;
             }
         }
     }
@@ -295,7 +320,12 @@ impl PairSample {
 
     /// μ, σ of the sampled pairs.
     pub fn moments(&self) -> Option<Moments> {
-        let n = self.rows() as u64;
-        Moments::from_ordered_sums(n, 2.0 * self.power_sums[0], 2.0 * self.power_sums[1], 0.0)
+        if self.pairs == 0 {
+            return None;
+        }
+        let p = self.pairs as f64;
+        let (mu, mean_sq) = (self.power_sums[0] / p, self.power_sums[1] / p);
+        let sigma = (mean_sq - mu * mu).max(0.0).sqrt();
+        Some(Moments { rows: self.rows() as u64, pairs: self.pairs, mu, mean_sq, sigma })
     }
 }

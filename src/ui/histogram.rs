@@ -17,11 +17,17 @@ pub fn Histogram(
 ) -> impl IntoView {
     let full_ref = NodeRef::<Canvas>::new();
     let zoom_ref = NodeRef::<Canvas>::new();
+    let sample = if report.histogram.rows_in_histogram >= report.rows_used {
+        format!("all {} rows ({} pairs)", report.histogram.rows_in_histogram, report.histogram.pairs_in_histogram)
+    } else {
+        format!(
+            "{} rows in randomly chosen blocks of adjacent rows ({} pairs; pairs inside one block are left out, since vocabulary neighbours are often related)",
+            report.histogram.rows_in_histogram, report.histogram.pairs_in_histogram
+        )
+    };
     let label = format!(
-        "Pairwise cosines among a uniform sample of {} rows ({} pairs); μ and ε are over {}.",
-        report.histogram.rows_in_histogram,
-        report.histogram.pairs_in_histogram,
-        if report.exact { "all pairs" } else { "the rows seen" }
+        "Pairwise cosines among {sample}. μ and ε (lines) are {}.",
+        if report.exact { "exact over all pairs" } else { "the running estimate" }
     );
     let r = report.clone();
     Effect::new(move |_| {
