@@ -103,6 +103,7 @@ pub struct Analysis {
     raw: Vec<u8>,
     decoded: Vec<f32>,
     units: Vec<f32>,
+    dots: Vec<f32>,
     wide: Vec<f64>,
 }
 
@@ -154,6 +155,7 @@ impl Analysis {
             raw: Vec::new(),
             decoded: Vec::new(),
             units: Vec::new(),
+            dots: Vec::new(),
             wide: Vec::new(),
             tensor,
             config,
@@ -288,7 +290,14 @@ impl Analysis {
                 }
             }
             if estimating {
-                let (w1, w2, wp) = within_block_sums(&self.wide[block_start * d..kept * d], d);
+                // f32 dot products through the SIMD kernel: this stratum only steers an estimate.
+                let block = &self.wide[block_start * d..kept * d];
+                self.units.clear();
+                self.units.extend(block.iter().map(|&x| x as f32));
+                let k = kept - block_start;
+                self.dots.resize(k * k, 0.0);
+                kernel::dots(&self.units, &self.units, d, &mut self.dots);
+                let (w1, w2, wp) = within_block_sums(&self.dots, k);
                 self.within = (self.within.0 + w1, self.within.1 + w2, self.within.2 + wp);
             }
         }

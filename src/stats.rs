@@ -192,14 +192,13 @@ impl GramMoments {
     }
 }
 
-/// Σ cos and Σ cos² over the pairs i < j within one block of `k` f64 unit rows (`d` each): the
-/// within-block stratum of a running estimate (`analysis`).
-pub fn within_block_sums(rows: &[f64], d: usize) -> (f64, f64, u64) {
+/// Σ cos and Σ cos² over the pairs i < j of one block, from its `k × k` matrix of dot products:
+/// the within-block stratum of a running estimate (`analysis`).
+pub fn within_block_sums(dots: &[f32], k: usize) -> (f64, f64, u64) {
     let mut sums = (0.0f64, 0.0f64, 0u64);
-    let rows: Vec<&[f64]> = rows.chunks_exact(d).collect();
-    for (i, a) in rows.iter().enumerate() {
-        for b in &rows[i + 1..] {
-            let c: f64 = a.iter().zip(b.iter()).map(|(x, y)| x * y).sum();
+    for i in 0..k {
+        for &c in dots.get(i * k + i + 1..(i + 1) * k).unwrap_or(&[]) {
+            let c = c as f64;
             sums.0 += c;
             sums.1 += c * c;
             sums.2 += 1;

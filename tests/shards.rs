@@ -533,3 +533,19 @@ fn cli_generates_split_gguf_whose_epsilon_equals_the_unsplit_file() {
     assert!((whole.epsilon - split.epsilon).abs() < 1e-12, "{} vs {}", whole.epsilon, split.epsilon);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// GGUF's `tokenizer.ggml.tokens` travels with the model set (issue 3: keep the vocabulary).
+#[test]
+fn gguf_vocabulary_is_kept_in_the_model_set() {
+    let files = orthoscope::format::fixtures::gguf_model(&orthoscope::synth::random_init(300, 64, 1), &orthoscope::synth::random_init(300, 64, 2), 300, 64, &orthoscope::format::DType::F32, 1)
+        .expect("gguf fixture");
+    let sources: Vec<orthoscope::source::SliceSource> = files
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| orthoscope::source::SliceSource::new(format!("m{i}.gguf"), b))
+        .collect();
+    let refs: Vec<&dyn orthoscope::source::ByteSource> = sources.iter().map(|s| s as &dyn orthoscope::source::ByteSource).collect();
+    let set = orthoscope::format::set::read_model_set(&refs).expect("set");
+    assert_eq!(set.vocab.len(), 300);
+    assert_eq!(set.vocab_size, Some(300));
+}

@@ -396,7 +396,7 @@ pub fn read_gguf_windowed(
             .and_then(|arch| extra.get(&format!("{arch}.vocab_size")))
             .and_then(GgufValue::as_u64)
     };
-    Ok((ModelInfo { format: "gguf".to_string(), tensors, vocab_size }, extra))
+    Ok((ModelInfo { format: "gguf".to_string(), tensors, vocab_size, vocab: extra.tokens.clone() }, extra))
 }
 
 /// A tensor info as written, before its range is placed in the file.

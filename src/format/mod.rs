@@ -194,6 +194,10 @@ pub struct ModelInfo {
     pub tensors: Vec<TensorInfo>,
     /// Vocabulary size when the file says so (GGUF tokenizer, config.json).
     pub vocab_size: Option<u64>,
+    /// The tokens themselves when the file carries them (GGUF `tokenizer.ggml.tokens`), kept for
+    /// views that name tokens; never sent with the tensor list.
+    #[serde(default, skip_serializing)]
+    pub vocab: Vec<String>,
 }
 
 /// The safetensors header may not exceed this many bytes (the reference implementation's limit).

@@ -103,6 +103,7 @@ pub fn read_header(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, Fo
         format: "npy".to_string(),
         tensors: vec![TensorInfo { name: TENSOR_NAME.to_string(), dtype, shape, byte_range: (data_start, end), file }],
         vocab_size: None,
+        vocab: Vec::new(),
     })
 }
 

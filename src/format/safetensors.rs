@@ -59,7 +59,7 @@ pub fn parse_header(
     }
     // File order is the natural order to list tensors in.
     tensors.sort_by_key(|t| t.byte_range.0);
-    Ok(ModelInfo { format: "safetensors".to_string(), tensors, vocab_size: None })
+    Ok(ModelInfo { format: "safetensors".to_string(), tensors, vocab_size: None, vocab: Vec::new() })
 }
 
 fn parse_entry(

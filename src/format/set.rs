@@ -63,6 +63,8 @@ pub struct ModelSet {
     pub tensors: Vec<TensorInfo>,
     /// From a model file that records it (GGUF), else from a `config.json` among the sources.
     pub vocab_size: Option<u64>,
+    /// Tokens, from a GGUF file that carries them.
+    pub vocab: Vec<String>,
     /// Which source was the shard index.
     pub index: Option<usize>,
     /// Shard file names the index (or a `-0000k-of-0000N` name) calls for but that were not given.
@@ -88,7 +90,7 @@ impl ModelSet {
 
     /// The set as one [`ModelInfo`], for [`locate`].
     pub fn model_info(&self) -> ModelInfo {
-        ModelInfo { format: self.format.clone(), tensors: self.tensors.clone(), vocab_size: self.vocab_size }
+        ModelInfo { format: self.format.clone(), tensors: self.tensors.clone(), vocab_size: self.vocab_size, vocab: self.vocab.clone() }
     }
 
     /// The files read, for messages: the file name for a single file (so single-file messages stay
@@ -202,6 +204,7 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
     // `ignored` lists files in the order given.
     set.ignored.sort_by_key(|n| files.iter().position(|f| f == n));
     set.vocab_size = infos.iter().find_map(|(_, info)| info.vocab_size).or(config_vocab);
+    set.vocab = infos.iter().map(|(_, info)| &info.vocab).find(|v| !v.is_empty()).cloned().unwrap_or_default();
     set.shards = infos.iter().map(|(i, _)| *i).collect();
     set.format = display_format(&infos, &files, set.missing.len())?;
     Ok(set)

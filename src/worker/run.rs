@@ -127,7 +127,8 @@ async fn analyze(
             job.stop();
             break;
         }
-        if now_ms() - last_post > 150.0 {
+        // Every progress report computes ‖G‖_F² (d²/2 values): a few per second is plenty.
+        if now_ms() - last_post > 400.0 {
             post(generation, Response::Progress(job.progress()));
             last_post = now_ms();
             // A task boundary: lets a StopEarly or a new request in.
