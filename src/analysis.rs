@@ -20,6 +20,9 @@ use crate::stats::{normalise_row, within_block_sums, GramMoments, Moments, PairS
 
 /// Largest d_model accepted: the f64 Gram triangle is d²/2·8 bytes (537 MB at 16384).
 pub const MAX_DIM: u64 = 16384;
+/// Largest row count accepted (vocabularies are ~10⁵–10⁶): bounds the plan's memory whatever a
+/// header claims.
+pub const MAX_ROWS: u64 = 1 << 26;
 
 /// Settings of one analysis.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -124,6 +127,9 @@ impl Analysis {
         }
         if dim > MAX_DIM {
             return Err(Error::DimTooLarge { tensor: tensor.name.clone(), dim, max: MAX_DIM });
+        }
+        if rows > MAX_ROWS {
+            return Err(Error::TooManyRows { tensor: tensor.name.clone(), rows, max: MAX_ROWS });
         }
         let row_bytes = tensor.dtype.bytes_for(dim).ok_or_else(|| Error::RowNotWholeBlocks {
             tensor: tensor.name.clone(),

@@ -36,6 +36,9 @@ pub enum Error {
     /// The embedding width would need a Gram matrix larger than the memory budget.
     #[error("tensor '{tensor}': d_model = {dim} exceeds the supported maximum of {max}")]
     DimTooLarge { tensor: String, dim: u64, max: u64 },
+    /// More rows than any vocabulary has (bounds the memory of the visiting plan).
+    #[error("tensor '{tensor}' has {rows} rows, more than the supported {max}; is it really a token embedding?")]
+    TooManyRows { tensor: String, rows: u64, max: u64 },
     /// The row width is not a whole number of the dtype's blocks.
     #[error("tensor '{tensor}': a row of {dim} {dtype} elements is not a whole number of blocks")]
     RowNotWholeBlocks { tensor: String, dim: u64, dtype: String },

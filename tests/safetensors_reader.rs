@@ -643,3 +643,20 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
         report.sigma
     );
 }
+
+/// A header may claim any row count its byte range allows: a 1-column matrix of 2²⁷ rows is
+/// refused by name before a visiting plan of that size is built.
+#[test]
+fn a_matrix_with_more_rows_than_any_vocabulary_is_refused() {
+    let t = orthoscope::format::TensorInfo {
+        name: "model.embed_tokens.weight".into(),
+        dtype: orthoscope::format::DType::U8,
+        shape: vec![1 << 27, 1],
+        byte_range: (0, 1 << 27),
+        file: 0,
+    };
+    let t = orthoscope::format::TensorInfo { dtype: orthoscope::format::DType::F8E4M3, ..t };
+    let src = orthoscope::source::SliceSource::new("x", vec![0u8; 8]);
+    let err = orthoscope::analysis::Analysis::new(Box::new(src), t, Default::default(), Default::default()).err().expect("refused");
+    assert!(matches!(err, orthoscope::Error::TooManyRows { rows, .. } if rows == 1 << 27), "{err}");
+}
