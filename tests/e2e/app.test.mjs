@@ -157,6 +157,27 @@ test("Cancel stops a long run at once and the page stays usable", async () => {
   } finally { await b.close(); }
 });
 
+test("Stop here keeps the running estimate, with its interval, as the result", async () => {
+  const big = fixture("random-32000x2048-bf16.safetensors", "--kind", "random-init", "--rows", "32000", "--dim", "2048");
+  const b = await openApp(server);
+  try {
+    const before = await currentRun(b.page);
+    await b.page.setInputFiles('[data-testid="file-input"]', big);
+    await b.page.waitForSelector('[data-testid="running-epsilon"]:has-text("running ε")', { timeout: 60_000 });
+    await b.page.click('[data-testid="stop-early"]');
+    const r = await finalReport(b.page, 30_000, before);
+    assert.equal(r.status, "done", r.text);
+    assert.equal(r.report.exact, false);
+    assert.ok(r.report.rows_seen < 32000);
+    const [lo, hi] = r.report.epsilon_ci;
+    assert.ok(lo < r.report.epsilon && r.report.epsilon < hi);
+    // N(0,1) rows in d = 2048: ε ≈ 2/√2048 ≈ 0.0442.
+    assert.ok(lo - 0.002 < 0.0442 && 0.0442 < hi + 0.002, `[${lo}, ${hi}]`);
+    assert.match(await b.page.textContent('[data-testid="report"]'), /estimate from \d+ of 32000 rows/);
+    clean(b);
+  } finally { await b.close(); }
+});
+
 test("the tensor picker lists 2-D tensors, preselects the embedding, and re-runs on another choice", async () => {
   const path = writeSafetensors(join(OUT, "three-tensors.safetensors"), [
     { name: "h.0.mlp.weight", rows: 300, dim: 64 },
