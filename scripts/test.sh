@@ -20,8 +20,12 @@ CHROMEDRIVER=/usr/bin/chromedriver \
 
 step "release build of the page"
 trunk build --release
-wasm2wat --enable-all dist/worker_bg.wasm | grep -q 'f64x2.mul' || { echo "worker wasm has no SIMD Gram kernel"; exit 1; }
-wasm2wat --enable-all dist/worker_bg.wasm | grep -q 'f32x4.mul' || { echo "worker wasm has no SIMD dot kernel"; exit 1; }
+# Read the whole disassembly first: `grep -q` on a pipe would close it early and pipefail would
+# report wasm2wat's SIGPIPE as a failure.
+wat=$(wasm2wat --enable-all dist/worker_bg.wasm)
+grep -q 'f64x2.mul' <<<"$wat" || { echo "worker wasm has no SIMD Gram kernel"; exit 1; }
+grep -q 'f32x4.mul' <<<"$wat" || { echo "worker wasm has no SIMD dot kernel"; exit 1; }
+unset wat
 echo "dist/ gzipped: $(tar -cf - dist | gzip -9 | wc -c) bytes"
 
 step "end-to-end tests in headless Chromium"
