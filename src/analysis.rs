@@ -112,7 +112,12 @@ pub struct Analysis {
 
 impl Analysis {
     /// Checks the tensor and sets up the plan. Nothing is read yet.
-    pub fn new(source: Box<dyn ByteSource>, tensor: TensorInfo, origin: Origin, config: AnalysisConfig) -> Result<Self, Error> {
+    pub fn new(
+        source: Box<dyn ByteSource>,
+        tensor: TensorInfo,
+        origin: Origin,
+        config: AnalysisConfig,
+    ) -> Result<Self, Error> {
         let (rows, dim) = tensor
             .matrix()
             .ok_or_else(|| Error::NotAMatrix { tensor: tensor.name.clone(), shape: tensor.shape.clone() })?;
@@ -289,7 +294,10 @@ impl Analysis {
             }
             let block_start = kept;
             for r in 0..count {
-                let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.wide[kept * d..(kept + 1) * d]);
+                let fate = normalise_row(
+                    &self.decoded[r * self.dim..(r + 1) * self.dim],
+                    &mut self.wide[kept * d..(kept + 1) * d],
+                );
                 self.gram.counts.record(fate);
                 if fate == RowFate::Kept {
                     kept += 1;
@@ -360,7 +368,14 @@ impl Analysis {
         } else {
             let population = self.rows.saturating_sub(self.gram.counts.dropped());
             self.pair_sample.as_ref().and_then(|s| {
-                estimate::epsilon_standard_error(s, &m, self.next_block as u64, self.plan.blocks.len() as u64, m.rows, population)
+                estimate::epsilon_standard_error(
+                    s,
+                    &m,
+                    self.next_block as u64,
+                    self.plan.blocks.len() as u64,
+                    m.rows,
+                    population,
+                )
             })
         };
         Some((m, eps, se))
@@ -380,7 +395,9 @@ impl Analysis {
                 let blocks = (rows / MAX_CHUNK_ROWS as f64).ceil().max(1.0);
                 sample_cost * (0.2 + 0.8 * self.pair_block as f64 / blocks)
             }
-            Phase::Pass | Phase::Done => sample_cost + (self.next_block as f64 * self.plan.block_rows as f64).min(pass_rows),
+            Phase::Pass | Phase::Done => {
+                sample_cost + (self.next_block as f64 * self.plan.block_rows as f64).min(pass_rows)
+            }
         };
         let running = if self.gram.counts.kept >= 2 { self.running() } else { None };
         Progress {

@@ -109,7 +109,14 @@ pub fn class(eps: f64) -> Class {
 /// mean (cos, cos²) and ζ₂ that of single pairs, both measured on the histogram's sample of blocks.
 /// Blocks rather than rows are the sampling unit because the pass reads whole blocks (one read per
 /// block; a browser read costs ~0.7 ms whatever its size). Zero once every block was visited.
-pub fn epsilon_standard_error(sample: &PairSample, at: &Moments, blocks: u64, blocks_total: u64, rows: u64, rows_total: u64) -> Option<f64> {
+pub fn epsilon_standard_error(
+    sample: &PairSample,
+    at: &Moments,
+    blocks: u64,
+    blocks_total: u64,
+    rows: u64,
+    rows_total: u64,
+) -> Option<f64> {
     if blocks >= blocks_total {
         return Some(0.0);
     }

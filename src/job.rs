@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::{Analysis, AnalysisConfig, Origin, Phase, Progress};
 use crate::error::Error;
-use crate::format::set::{choose_in_set, read_model_set, ModelSet};
+use crate::format::set::{read_model_set, ModelSet};
 use crate::format::TensorInfo;
+use crate::locate::choose_in_set;
 use crate::locate::locate;
 use crate::report::{Report, UnembeddingReport};
 use crate::source::ByteSource;
@@ -56,20 +57,24 @@ pub struct Job {
 impl Job {
     /// Reads the headers of `sources`, chooses the tensor (`tensor`, or the located embedding) and
     /// prepares its analysis. No tensor data is read yet, except a few rows for the tied check.
-    pub fn open(sources: Vec<Rc<dyn ByteSource>>, tensor: Option<&str>, config: AnalysisConfig) -> Result<(Job, Opened), Error> {
+    pub fn open(
+        sources: Vec<Rc<dyn ByteSource>>,
+        tensor: Option<&str>,
+        config: AnalysisConfig,
+    ) -> Result<(Job, Opened), Error> {
         let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s.as_ref()).collect();
         let set = read_model_set(&refs)?;
         let (info, reason) = choose_in_set(&set, tensor)?;
         let model = set.model_info();
         let located = locate(&model);
-        let unembedding_info = located
-            .unembedding
-            .and_then(|i| model.tensors.get(i))
-            .filter(|u| u.name != info.name)
-            .cloned();
+        let unembedding_info =
+            located.unembedding.and_then(|i| model.tensors.get(i)).filter(|u| u.name != info.name).cloned();
         let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref());
         let source_of = |t: &TensorInfo| -> Result<Rc<dyn ByteSource>, Error> {
-            sources.get(t.file).cloned().ok_or_else(|| Error::TensorNotFound { name: t.name.clone(), file: set.describe() })
+            sources
+                .get(t.file)
+                .cloned()
+                .ok_or_else(|| Error::TensorNotFound { name: t.name.clone(), file: set.describe() })
         };
         let origin = |t: &TensorInfo, reason: &str| Origin {
             file: set.files.get(t.file).cloned().unwrap_or_default(),
@@ -87,12 +92,15 @@ impl Job {
             missing: set.missing.clone(),
             ignored: set.ignored.clone(),
         };
-        let embedding = Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason), config.clone())?;
+        let embedding =
+            Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason), config.clone())?;
         // A broken unembedding must not cost the user the embedding's result: it is left out.
         let unembedding = match &unembedding_info {
             Some(u) => {
                 let config = AnalysisConfig { stop_after_rows: Some(UNEMBEDDING_ROWS), ..config };
-                source_of(u).ok().and_then(|s| Analysis::new(Box::new(s), u.clone(), origin(u, "unembedding"), config).ok())
+                source_of(u)
+                    .ok()
+                    .and_then(|s| Analysis::new(Box::new(s), u.clone(), origin(u, "unembedding"), config).ok())
             }
             None => None,
         };
@@ -149,7 +157,8 @@ impl Job {
 
     pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {
         let mut report = self.embedding.report(timing_ms)?;
-        report.unembedding = self.unembedding.as_ref().and_then(|u| u.report(0.0).ok()).map(|r| UnembeddingReport::from_report(&r));
+        report.unembedding =
+            self.unembedding.as_ref().and_then(|u| u.report(0.0).ok()).map(|r| UnembeddingReport::from_report(&r));
         report.tied = self.tied.tied;
         report.tied_evidence = self.tied.evidence.clone();
         Ok(report)
@@ -158,18 +167,29 @@ impl Job {
 
 /// Decides whether input and output embeddings are tied: no separate output tensor, or a separate
 /// one whose bytes equal the embedding's on [`TIED_CHECK_ROWS`] rows spread over the matrix.
-fn tied_check(sources: &[Rc<dyn ByteSource>], set: &ModelSet, embedding: &TensorInfo, unembedding: Option<&TensorInfo>) -> Tied {
+fn tied_check(
+    sources: &[Rc<dyn ByteSource>],
+    set: &ModelSet,
+    embedding: &TensorInfo,
+    unembedding: Option<&TensorInfo>,
+) -> Tied {
     let Some(u) = unembedding else {
         let missing = ["lm_head.weight", "output.weight"].iter().find_map(|n| set.missing_shard_for(n));
         return match missing {
-            Some(shard) => Tied { tied: None, evidence: format!("unknown: the output matrix is in {shard}, which was not given") },
-            None => Tied { tied: Some(true), evidence: "no separate output matrix: the input embedding doubles as the unembedding".into() },
+            Some(shard) => {
+                Tied { tied: None, evidence: format!("unknown: the output matrix is in {shard}, which was not given") }
+            }
+            None => Tied {
+                tied: Some(true),
+                evidence: "no separate output matrix: the input embedding doubles as the unembedding".into(),
+            },
         };
     };
     if u.shape != embedding.shape || u.dtype != embedding.dtype {
         return Tied { tied: Some(false), evidence: format!("separate {} of shape {:?} {}", u.name, u.shape, u.dtype) };
     }
-    let (Some((rows, _)), Some(es), Some(us)) = (embedding.matrix(), sources.get(embedding.file), sources.get(u.file)) else {
+    let (Some((rows, _)), Some(es), Some(us)) = (embedding.matrix(), sources.get(embedding.file), sources.get(u.file))
+    else {
         return Tied { tied: None, evidence: "unknown".into() };
     };
     let row_bytes = if rows == 0 { 0 } else { (embedding.byte_range.1 - embedding.byte_range.0) / rows };
@@ -183,7 +203,10 @@ fn tied_check(sources: &[Rc<dyn ByteSource>], set: &ModelSet, embedding: &Tensor
             return Tied { tied: None, evidence: "unknown: rows could not be read".into() };
         }
         if a != b {
-            return Tied { tied: Some(false), evidence: format!("separate {} with different values (row {r} differs)", u.name) };
+            return Tied {
+                tied: Some(false),
+                evidence: format!("separate {} with different values (row {r} differs)", u.name),
+            };
         }
     }
     Tied { tied: Some(true), evidence: format!("separate {} with equal values on the {checks} rows compared", u.name) }

@@ -7,23 +7,23 @@
 //! with no browser types, so it is tested natively; only [`worker`] and [`ui`] (wasm builds) know
 //! about the browser.
 
-pub mod source;
+pub mod analysis;
+pub mod error;
+pub mod estimate;
 pub mod format;
+pub mod job;
+pub mod kernel;
 pub mod locate;
 pub mod plan;
-pub mod kernel;
-pub mod stats;
-pub mod estimate;
 pub mod report;
-pub mod analysis;
-pub mod job;
+pub mod source;
+pub mod stats;
 pub mod synth;
-pub mod error;
 
 #[cfg(target_arch = "wasm32")]
-pub mod worker;
-#[cfg(target_arch = "wasm32")]
 pub mod ui;
+#[cfg(target_arch = "wasm32")]
+pub mod worker;
 
 pub use analysis::{Analysis, AnalysisConfig};
 pub use error::Error;

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
+use crate::format::set::ModelSet;
 use crate::format::{ModelInfo, TensorInfo};
 
 /// Input token-embedding names, most specific first.
@@ -35,8 +37,13 @@ pub const EMBEDDING_SUFFIXES: &[&str] =
     &["embed_tokens.weight", "wte.weight", "word_embeddings.weight", "tok_embeddings.weight", "embed_in.weight"];
 
 /// Output (unembedding) names; the paper does not use these for ε (`shared/paper.md` §1).
-pub const UNEMBEDDING_NAMES: &[&str] =
-    &["lm_head.weight", "language_model.lm_head.weight", "output.weight", "embed_out.weight", "cls.predictions.decoder.weight"];
+pub const UNEMBEDDING_NAMES: &[&str] = &[
+    "lm_head.weight",
+    "language_model.lm_head.weight",
+    "output.weight",
+    "embed_out.weight",
+    "cls.predictions.decoder.weight",
+];
 
 /// The outcome of locating.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -58,23 +65,31 @@ fn is_candidate(t: &TensorInfo) -> bool {
 /// Picks the token embedding of a model.
 pub fn locate(model: &ModelInfo) -> Located {
     let candidates: Vec<usize> = (0..model.tensors.len()).filter(|&i| is_candidate(&model.tensors[i])).collect();
-    let find = |names: &[&str]| {
-        names.iter().find_map(|n| candidates.iter().copied().find(|&i| model.tensors[i].name == *n))
-    };
+    let find =
+        |names: &[&str]| names.iter().find_map(|n| candidates.iter().copied().find(|&i| model.tensors[i].name == *n));
     let unembedding = find(UNEMBEDDING_NAMES);
     if let Some(i) = find(EMBEDDING_NAMES) {
         return Located { embedding: Some(i), reason: "known embedding name".into(), unembedding, candidates };
     }
     // Names with a prefix we do not know (e.g. "foo.model.embed_tokens.weight").
-    if let Some(&i) = candidates.iter().find(|&&i| EMBEDDING_SUFFIXES.iter().any(|s| model.tensors[i].name.ends_with(s))) {
+    if let Some(&i) =
+        candidates.iter().find(|&&i| EMBEDDING_SUFFIXES.iter().any(|s| model.tensors[i].name.ends_with(s)))
+    {
         return Located { embedding: Some(i), reason: "embedding-like name".into(), unembedding, candidates };
     }
     // Shape: a matrix whose row count is the vocabulary, when the file tells it.
     let rows = |i: usize| model.tensors[i].matrix().map_or(0, |(r, _)| r);
     let size = |i: usize| model.tensors[i].matrix().map_or(0, |(r, c)| r.saturating_mul(c));
     if let Some(v) = model.vocab_size {
-        if let Some(i) = candidates.iter().copied().filter(|&i| rows(i) == v && Some(i) != unembedding).max_by_key(|&i| size(i)) {
-            return Located { embedding: Some(i), reason: format!("rows equal the vocabulary size {v}"), unembedding, candidates };
+        if let Some(i) =
+            candidates.iter().copied().filter(|&i| rows(i) == v && Some(i) != unembedding).max_by_key(|&i| size(i))
+        {
+            return Located {
+                embedding: Some(i),
+                reason: format!("rows equal the vocabulary size {v}"),
+                unembedding,
+                candidates,
+            };
         }
     }
     // Otherwise the largest matrix with more rows than columns (vocabulary × d_model).
@@ -85,12 +100,21 @@ pub fn locate(model: &ModelInfo) -> Located {
         .filter(|&i| model.tensors[i].matrix().is_some_and(|(r, c)| r > c))
         .max_by_key(|&i| size(i));
     if let Some(i) = tall {
-        return Located { embedding: Some(i), reason: "largest matrix with more rows than columns".into(), unembedding, candidates };
+        return Located {
+            embedding: Some(i),
+            reason: "largest matrix with more rows than columns".into(),
+            unembedding,
+            candidates,
+        };
     }
     let any = candidates.iter().copied().max_by_key(|&i| size(i));
     Located {
         embedding: any,
-        reason: if any.is_some() { "largest matrix (no better guess)".into() } else { "no 2-D floating-point tensor".into() },
+        reason: if any.is_some() {
+            "largest matrix (no better guess)".into()
+        } else {
+            "no 2-D floating-point tensor".into()
+        },
         unembedding,
         candidates,
     }
@@ -98,34 +122,76 @@ pub fn locate(model: &ModelInfo) -> Located {
 
 /// The tensor to analyse: the one named by the user, else the located embedding.
 /// Returns it with the reason it was chosen.
-pub fn choose(model: &ModelInfo, name: Option<&str>, file: &str) -> Result<(TensorInfo, String), crate::Error> {
+pub fn choose(model: &ModelInfo, name: Option<&str>, file: &str) -> Result<(TensorInfo, String), Error> {
     if let Some(name) = name {
         return model
             .tensors
             .iter()
             .find(|t| t.name == name)
             .map(|t| (t.clone(), "chosen by user".to_string()))
-            .ok_or_else(|| crate::Error::TensorNotFound { name: name.to_string(), file: file.to_string() });
+            .ok_or_else(|| Error::TensorNotFound { name: name.to_string(), file: file.to_string() });
     }
     let located = locate(model);
-    located
-        .embedding
-        .and_then(|i| model.tensors.get(i))
-        .map(|t| (t.clone(), located.reason.clone()))
-        .ok_or_else(|| {
-            // A file whose only matrix-like tensor is broken should say so, not "no embedding".
-            match model.tensors.iter().find(|t| EMBEDDING_NAMES.contains(&t.name.as_str())) {
-                Some(t) => match t.matrix() {
-                    None => crate::Error::NotAMatrix { tensor: t.name.clone(), shape: t.shape.clone() },
-                    Some((rows, dim)) if rows == 0 || dim == 0 => {
-                        crate::Error::Empty { tensor: t.name.clone(), shape: t.shape.clone() }
-                    }
-                    Some(_) => crate::Error::Decode {
-                        tensor: t.name.clone(),
-                        source: crate::format::decode::DecodeError::Unsupported(t.dtype.name().to_string()),
-                    },
+    located.embedding.and_then(|i| model.tensors.get(i)).map(|t| (t.clone(), located.reason.clone())).ok_or_else(|| {
+        // A file whose only matrix-like tensor is broken should say so, not "no embedding".
+        match model.tensors.iter().find(|t| EMBEDDING_NAMES.contains(&t.name.as_str())) {
+            Some(t) => match t.matrix() {
+                None => Error::NotAMatrix { tensor: t.name.clone(), shape: t.shape.clone() },
+                Some((rows, dim)) if rows == 0 || dim == 0 => {
+                    Error::Empty { tensor: t.name.clone(), shape: t.shape.clone() }
+                }
+                Some(_) => Error::Decode {
+                    tensor: t.name.clone(),
+                    source: crate::format::decode::DecodeError::Unsupported(t.dtype.name().to_string()),
                 },
-                None => crate::Error::NoEmbedding { file: file.to_string() },
-            }
+            },
+            None => Error::NoEmbedding { file: file.to_string() },
+        }
+    })
+}
+
+/// How strongly a name says "token embedding": its place in [`EMBEDDING_NAMES`], after those the
+/// suffix matches, `None` for other names. Mirrors the order [`locate`] tries.
+fn embedding_rank(name: &str) -> Option<usize> {
+    EMBEDDING_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .or_else(|| EMBEDDING_SUFFIXES.iter().any(|s| name.ends_with(s)).then_some(EMBEDDING_NAMES.len()))
+}
+
+/// The most likely embedding among tensors the index puts in missing shards, with its shard and
+/// its rank (see [`embedding_rank`]).
+fn missing_embedding(set: &ModelSet) -> Option<(&str, &str, usize)> {
+    set.weight_map
+        .keys()
+        .filter_map(|tensor| {
+            let shard = set.missing_shard_for(tensor)?;
+            Some((tensor.as_str(), shard, embedding_rank(tensor)?))
         })
+        .min_by_key(|&(_, _, rank)| rank)
+}
+
+/// The tensor to analyse in a set: as [`choose`], but a tensor (or the embedding) that lives in a
+/// shard the index names and the user did not give is reported as [`Error::MissingShard`] instead
+/// of "not found" or a guess among the shards that were given.
+pub fn choose_in_set(set: &ModelSet, name: Option<&str>) -> Result<(TensorInfo, String), Error> {
+    let info = set.model_info();
+    let what = set.describe();
+    if let Some(name) = name {
+        if !set.tensors.iter().any(|t| t.name == name) {
+            if let Some(shard) = set.missing_shard_for(name) {
+                return Err(Error::MissingShard { tensor: name.to_string(), shard: shard.to_string() });
+            }
+        }
+        return choose(&info, Some(name), &what);
+    }
+    if let Some((tensor, shard, missing_rank)) = missing_embedding(set) {
+        // Only a better-named embedding among the given shards overrides the missing one.
+        let located = locate(&info);
+        let found_rank = located.embedding.and_then(|i| info.tensors.get(i)).and_then(|t| embedding_rank(&t.name));
+        if found_rank.is_none_or(|r| missing_rank < r) {
+            return Err(Error::MissingShard { tensor: tensor.to_string(), shard: shard.to_string() });
+        }
+    }
+    choose(&info, None, &what)
 }

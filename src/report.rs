@@ -173,7 +173,8 @@ pub fn scientific_from_log10(log10: f64) -> String {
 
 fn superscript(n: i64) -> String {
     const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
-    let mut s: String = n.unsigned_abs().to_string().chars().filter_map(|c| c.to_digit(10).map(|d| DIGITS[d as usize])).collect();
+    let mut s: String =
+        n.unsigned_abs().to_string().chars().filter_map(|c| c.to_digit(10).map(|d| DIGITS[d as usize])).collect();
     if n < 0 {
         s.insert(0, '⁻');
     }

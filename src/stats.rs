@@ -304,7 +304,9 @@ impl PairSample {
         self.power_sums[3] += c2 * c2;
         self.pairs += 1;
         for k in [i, j] {
-            if let (Some(s), Some(s2), Some(n)) = (self.row_sum.get_mut(k), self.row_sum_sq.get_mut(k), self.row_pairs.get_mut(k)) {
+            if let (Some(s), Some(s2), Some(n)) =
+                (self.row_sum.get_mut(k), self.row_sum_sq.get_mut(k), self.row_pairs.get_mut(k))
+            {
                 *s += c;
                 *s2 += c2;
                 *n += 1;

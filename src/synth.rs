@@ -137,7 +137,10 @@ fn header_for(entries: &[(&str, &DType, &[u64], u64)], gap: u64, min_json_len: u
     let mut offset = gap;
     for &(name, dtype, shape, len) in entries {
         let end = offset + len;
-        map.insert(name.to_string(), serde_json::json!({"dtype": dtype.name(), "shape": shape, "data_offsets": [offset, end]}));
+        map.insert(
+            name.to_string(),
+            serde_json::json!({"dtype": dtype.name(), "shape": shape, "data_offsets": [offset, end]}),
+        );
         offset = end;
     }
     let mut json = serde_json::Value::Object(map).to_string().into_bytes();
@@ -173,7 +176,11 @@ pub struct SparseLayout {
 /// hole gives zeros — valid bf16 — should anything read it (nothing should: the reader takes the
 /// header and then only the embedding's bytes).
 #[cfg(not(target_arch = "wasm32"))]
-pub fn write_sparse_safetensors(path: &std::path::Path, file_len: u64, embedding: &TensorSpec) -> std::io::Result<SparseLayout> {
+pub fn write_sparse_safetensors(
+    path: &std::path::Path,
+    file_len: u64,
+    embedding: &TensorSpec,
+) -> std::io::Result<SparseLayout> {
     use std::io::{Seek, SeekFrom, Write};
     // JSON bytes reserved for the header, so its length does not depend on the padding's size (a
     // few hundred are used; the rest are the spaces the format allows).
@@ -183,10 +190,9 @@ pub fn write_sparse_safetensors(path: &std::path::Path, file_len: u64, embedding
     let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
     let data_start = 8 + SPARSE_HEADER_JSON as u64;
     let embed_len = embedding.data.len() as u64;
-    let padding = file_len
-        .checked_sub(data_start)
-        .and_then(|n| n.checked_sub(embed_len))
-        .ok_or_else(|| invalid(format!("{file_len} bytes cannot hold a {data_start}-byte header and a {embed_len}-byte embedding")))?;
+    let padding = file_len.checked_sub(data_start).and_then(|n| n.checked_sub(embed_len)).ok_or_else(|| {
+        invalid(format!("{file_len} bytes cannot hold a {data_start}-byte header and a {embed_len}-byte embedding"))
+    })?;
     let row_bytes = PADDING_COLS * 2;
     let (pad_rows, rest) = (padding / row_bytes, padding % row_bytes);
     let bf16 = DType::BF16;
@@ -266,11 +272,30 @@ pub fn hostile_safetensors() -> Vec<(&'static str, Vec<u8>)> {
             v
         }),
         ("invalid-json", with_header("{\"model.embed_tokens.weight\": {\"dtype\": \"F32\", ")),
-        ("unknown-dtype", with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"Q7\",\"shape\":[4,8],\"data_offsets\":[0,16]}}")),
-        ("size-mismatch", with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[0,100]}}")),
-        ("offsets-past-eof", with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[40,8],\"data_offsets\":[0,1280]}}")),
-        ("not-2d", with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[2,4,4],\"data_offsets\":[0,128]}}")),
-        ("zero-rows", with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[0,8],\"data_offsets\":[0,0]}}")),
+        (
+            "unknown-dtype",
+            with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"Q7\",\"shape\":[4,8],\"data_offsets\":[0,16]}}"),
+        ),
+        (
+            "size-mismatch",
+            with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[0,100]}}"),
+        ),
+        (
+            "offsets-past-eof",
+            with_header(
+                "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[40,8],\"data_offsets\":[0,1280]}}",
+            ),
+        ),
+        (
+            "not-2d",
+            with_header(
+                "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[2,4,4],\"data_offsets\":[0,128]}}",
+            ),
+        ),
+        (
+            "zero-rows",
+            with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[0,8],\"data_offsets\":[0,0]}}"),
+        ),
     ];
     cases.push((
         "all-rows-zero",
@@ -312,7 +337,15 @@ pub fn sharded_safetensors(
         let w = random_init(layer_rows, dim, seed.wrapping_add(100 + i as u64));
         put(i + 1, TensorSpec::matrix(&format!("model.layers.{i}.weight"), dtype.clone(), layer_rows, dim, &w));
         let norm = vec![1.0f32; dim];
-        put(i + 1, TensorSpec { name: format!("model.layers.{i}.norm.weight"), data: encode(&norm, dtype), dtype: dtype.clone(), shape: vec![dim as u64] });
+        put(
+            i + 1,
+            TensorSpec {
+                name: format!("model.layers.{i}.norm.weight"),
+                data: encode(&norm, dtype),
+                dtype: dtype.clone(),
+                shape: vec![dim as u64],
+            },
+        );
     }
     let head = random_init(rows, dim, seed.wrapping_add(1));
     put(shards - 1, TensorSpec::matrix("lm_head.weight", dtype.clone(), rows, dim, &head));

@@ -15,7 +15,6 @@ use orthoscope::synth::{class1_like, random_init, safetensors_bytes, trained_lik
 /// Absolute tolerance asked of the exact path against the f64 reference on μ, σ, ε, μ + 3σ.
 const EXACT_TOL: f64 = 1e-9;
 
-
 // ---------------------------------------------------------------------------------------------
 // The reference: the paper's definition, computed the slow and obvious way in f64
 // ---------------------------------------------------------------------------------------------
@@ -91,11 +90,7 @@ fn analysis(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> 
 }
 
 fn run(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Report {
-    analysis(values, rows, dim, config)
-        .run(&mut |_| {})
-        .expect("analysis runs")
-        .report(0.0)
-        .expect("report")
+    analysis(values, rows, dim, config).run(&mut |_| {}).expect("analysis runs").report(0.0).expect("report")
 }
 
 fn exact_report(values: &[f32], rows: usize, dim: usize) -> Report {
@@ -119,7 +114,10 @@ fn compare(case: &str, got: &Report, want: &Reference, tol: f64) -> Vec<String> 
     let mut bad = Vec::new();
     let mut num = |field: &str, g: f64, w: f64| {
         if !((g - w).abs() <= tol) {
-            bad.push(format!("{case}: {field:<15} expected {w:+.15e}  got {g:+.15e}  |diff| {:.3e} > {tol:.0e}", (g - w).abs()));
+            bad.push(format!(
+                "{case}: {field:<15} expected {w:+.15e}  got {g:+.15e}  |diff| {:.3e} > {tol:.0e}",
+                (g - w).abs()
+            ));
         }
     };
     num("mu", got.mu, want.mu);
@@ -221,7 +219,10 @@ fn check_all_cases(tol: f64) {
         if e > worst.0 {
             worst = (e, case.name);
         }
-        eprintln!("{:<48} max |error| on μ, σ, ε, ε₃ = {e:.3e}  (μ = {:+.5}, σ = {:.5})", case.name, want.mu, want.sigma);
+        eprintln!(
+            "{:<48} max |error| on μ, σ, ε, ε₃ = {e:.3e}  (μ = {:+.5}, σ = {:.5})",
+            case.name, want.mu, want.sigma
+        );
         failures.extend(compare(case.name, &got, &want, tol));
     }
     eprintln!("worst case: {} at {:.3e}", worst.1, worst.0);
@@ -367,7 +368,9 @@ fn seed_spread(tol: f64) -> (f64, Vec<String>) {
         let r = run(&values, rows, dim, AnalysisConfig { seed, ..AnalysisConfig::default() });
         assert!(r.exact);
         assert_eq!((r.pairs, r.rows_used), (base.pairs, base.rows_used), "seed {seed}");
-        for (field, a, b) in [("mu", base.mu, r.mu), ("sigma", base.sigma, r.sigma), ("epsilon", base.epsilon, r.epsilon)] {
+        for (field, a, b) in
+            [("mu", base.mu, r.mu), ("sigma", base.sigma, r.sigma), ("epsilon", base.epsilon, r.epsilon)]
+        {
             let e = (a - b).abs();
             worst = worst.max(e);
             if e > tol {
@@ -404,7 +407,12 @@ fn early_stop_reports_an_estimate_whose_95_percent_interval_covers_the_exact_eps
     let mut covered = 0;
     let mut lines = Vec::new();
     for seed in 0..seeds {
-        let r = run(&values, rows, dim, AnalysisConfig { seed: 1000 + seed, stop_after_rows: Some(1000), ..AnalysisConfig::default() });
+        let r = run(
+            &values,
+            rows,
+            dim,
+            AnalysisConfig { seed: 1000 + seed, stop_after_rows: Some(1000), ..AnalysisConfig::default() },
+        );
         assert!(!r.exact, "seed {seed}: a pass stopped after 1000 of 4000 rows must not claim to be exact");
         // The pass reads whole blocks of 64 adjacent rows: at least the 1000 asked for, less than a block more.
         assert!((1000..1064).contains(&r.rows_seen), "seed {seed}: rows seen {}", r.rows_seen);
@@ -412,7 +420,11 @@ fn early_stop_reports_an_estimate_whose_95_percent_interval_covers_the_exact_eps
         assert!(lo < r.epsilon && r.epsilon < hi, "seed {seed}: ε {} outside its own interval [{lo}, {hi}]", r.epsilon);
         let hit = lo <= exact.epsilon && exact.epsilon <= hi;
         covered += hit as u32;
-        lines.push(format!("seed {seed:>2}: ε̂ = {:.6} [{lo:.6}, {hi:.6}] {}", r.epsilon, if hit { "covers" } else { "MISSES" }));
+        lines.push(format!(
+            "seed {seed:>2}: ε̂ = {:.6} [{lo:.6}, {hi:.6}] {}",
+            r.epsilon,
+            if hit { "covers" } else { "MISSES" }
+        ));
     }
     assert!(
         covered >= 17,
@@ -460,8 +472,12 @@ fn merge_difference(values: &[f32], rows: usize, dim: usize, split: usize) -> f6
     assert_eq!(first.counts, whole.counts, "row counts after merge");
     let (a, b) = (first.moments().unwrap(), whole.moments().unwrap());
     assert_eq!((a.rows, a.pairs), (b.rows, b.pairs));
-    let diff = [(a.mu - b.mu).abs(), (a.mean_sq - b.mean_sq).abs(), (a.sigma - b.sigma).abs()].into_iter().fold(0.0, f64::max);
-    eprintln!("merge split at {split}: one pass μ {:.17e} σ {:.17e}, merged μ {:.17e} σ {:.17e}, max |Δ| {diff:.3e}", b.mu, b.sigma, a.mu, a.sigma);
+    let diff =
+        [(a.mu - b.mu).abs(), (a.mean_sq - b.mean_sq).abs(), (a.sigma - b.sigma).abs()].into_iter().fold(0.0, f64::max);
+    eprintln!(
+        "merge split at {split}: one pass μ {:.17e} σ {:.17e}, merged μ {:.17e} σ {:.17e}, max |Δ| {diff:.3e}",
+        b.mu, b.sigma, a.mu, a.sigma
+    );
     // And the merged moments are the paper's (§1).
     let want = reference(values, rows, dim);
     assert!(
@@ -516,7 +532,9 @@ fn padded_rows(n: usize, dim: usize, seed: u64) -> (Vec<f64>, usize) {
 
 #[test]
 fn portable_gram_update_and_frobenius_equal_a_direct_f64_gram() {
-    for (dim, n, seed) in [(1usize, 5usize, 81u64), (8, 64, 82), (13, 200, 83), (37, 130, 84), (100, 64, 85), (64, 1, 86)] {
+    for (dim, n, seed) in
+        [(1usize, 5usize, 81u64), (8, 64, 82), (13, 200, 83), (37, 130, 84), (100, 64, 85), (64, 1, 86)]
+    {
         let (rows, d) = padded_rows(n, dim, seed);
         let mut g = PackedGram::new(dim);
         let mut packed = Vec::new();
@@ -543,7 +561,8 @@ fn portable_gram_update_and_frobenius_equal_a_direct_f64_gram() {
         // vᵀGv for a random v, the quadratic form PackedGram also offers.
         let mut nv = Normal::new(seed + 100);
         let v: Vec<f64> = (0..dim).map(|_| nv.sample()).collect();
-        let want_q: f64 = (0..dim).flat_map(|a| (0..dim).map(move |b| (a, b))).map(|(a, b)| v[a] * direct[a * dim + b] * v[b]).sum();
+        let want_q: f64 =
+            (0..dim).flat_map(|a| (0..dim).map(move |b| (a, b))).map(|(a, b)| v[a] * direct[a * dim + b] * v[b]).sum();
         let got_q = g.quadratic_form(&v);
         let scale = want_q.abs().max(1e-9);
         assert!(((got_q - want_q) / scale).abs() <= 1e-6, "vᵀGv at d={dim}: expected {want_q:.10e}, got {got_q:.10e}");
@@ -565,7 +584,9 @@ fn dispatching_gram_update_equals_the_portable_kernel_natively() {
 
 #[test]
 fn portable_dots_equal_f64_dots_of_unit_rows() {
-    for (dim, na, nb, seed) in [(1usize, 3usize, 4usize, 91u64), (13, 10, 17, 92), (64, 64, 64, 93), (100, 5, 70, 94), (1024, 4, 9, 95)] {
+    for (dim, na, nb, seed) in
+        [(1usize, 3usize, 4usize, 91u64), (13, 10, 17, 92), (64, 64, 64, 93), (100, 5, 70, 94), (1024, 4, 9, 95)]
+    {
         let d = kernel::padded_dim(dim);
         let units = |n: usize, s: u64| {
             let raw = random_init(n, dim, s);
@@ -581,7 +602,8 @@ fn portable_dots_equal_f64_dots_of_unit_rows() {
         let mut worst = 0.0f64;
         for i in 0..na {
             for j in 0..nb {
-                let want: f64 = a[i * d..(i + 1) * d].iter().zip(&b[j * d..(j + 1) * d]).map(|(&x, &y)| x as f64 * y as f64).sum();
+                let want: f64 =
+                    a[i * d..(i + 1) * d].iter().zip(&b[j * d..(j + 1) * d]).map(|(&x, &y)| x as f64 * y as f64).sum();
                 let e = (out[i * nb + j] as f64 - want).abs();
                 worst = worst.max(e);
                 assert!(e <= 1e-5, "dot({i}, {j}) at d={dim}: expected {want:.9}, got {:.9}", out[i * nb + j]);

@@ -275,7 +275,13 @@ fn quantise_then_dequantise_stays_within_the_error_bound() {
         let mut sq = 0f64;
         for i in 0..src.len() {
             let err = (back[i] - src[i]).abs();
-            assert!(err <= bounds[i], "{dtype} element {i}: {} → {}, error {err} > bound {}", src[i], back[i], bounds[i]);
+            assert!(
+                err <= bounds[i],
+                "{dtype} element {i}: {} → {}, error {err} > bound {}",
+                src[i],
+                back[i],
+                bounds[i]
+            );
             sq += f64::from(err).powi(2);
         }
         let rms = (sq / src.len() as f64).sqrt();
@@ -382,7 +388,12 @@ fn sample_gguf(version: u32, embd: &DType) -> Sample {
     let tokens = vocab(n_vocab);
     let values = synth::trained_like(n_vocab, n_embd, 3);
     let tensors = vec![
-        GgufTensor::new("token_embd.weight", embd.clone(), &[n_vocab as u64, n_embd as u64], quantize(embd, &values).unwrap()),
+        GgufTensor::new(
+            "token_embd.weight",
+            embd.clone(),
+            &[n_vocab as u64, n_embd as u64],
+            quantize(embd, &values).unwrap(),
+        ),
         GgufTensor::new("blk.0.attn_norm.weight", DType::F32, &[3, 5], quantize(&DType::F32, &[0.25; 15]).unwrap()),
         GgufTensor::new("blk.0.ffn.weight", DType::F16, &[4, 4], quantize(&DType::F16, &[1.0; 16]).unwrap()),
         GgufTensor::new("output.weight", DType::BF16, &[2, 8], quantize(&DType::BF16, &[-2.0; 16]).unwrap()),
@@ -459,7 +470,11 @@ fn gguf_v2_and_v3_parse_with_shapes_ranges_vocab_and_metadata() {
 fn gguf_default_alignment_and_no_vocabulary() {
     let t = GgufTensor::new("token_embd.weight", DType::F32, &[3, 4], vec![0; 48]);
     let t2 = GgufTensor::new("b", DType::F16, &[3], vec![0; 6]);
-    let bytes = gguf_bytes(3, &[t, t2], &[("general.architecture", GgufValue::Str("gpt2".into())), ("gpt2.vocab_size", GgufValue::U32(3))]);
+    let bytes = gguf_bytes(
+        3,
+        &[t, t2],
+        &[("general.architecture", GgufValue::Str("gpt2".into())), ("gpt2.vocab_size", GgufValue::U32(3))],
+    );
     let (info, extra) = read_gguf(&SliceSource::new("a.gguf", bytes), 0).unwrap();
     assert_eq!(extra.alignment, gguf::DEFAULT_ALIGNMENT);
     assert!(extra.tokens.is_empty());
@@ -611,7 +626,10 @@ fn gguf_huge_counts_are_refused_before_allocating() {
 #[test]
 fn gguf_bad_value_types_and_nesting() {
     let e = err_of(one_kv("weird", 13, &[0; 16]));
-    assert_eq!(e, FormatError::GgufBadValueType { file: "h.gguf".into(), offset: 37, key: "weird".into(), value_type: 13 });
+    assert_eq!(
+        e,
+        FormatError::GgufBadValueType { file: "h.gguf".into(), offset: 37, key: "weird".into(), value_type: 13 }
+    );
     // Bad element type inside an array.
     let mut payload = 77u32.to_le_bytes().to_vec();
     payload.extend_from_slice(&1u64.to_le_bytes());
@@ -630,12 +648,19 @@ fn gguf_bad_value_types_and_nesting() {
 #[test]
 fn gguf_interpreted_keys_are_checked() {
     for (alignment, ok) in [(0u32, false), (3, false), (48, false), (16, true)] {
-        let bytes = gguf_bytes(3, &[GgufTensor::new("a", DType::F32, &[4], vec![0; 16])], &[("general.alignment", GgufValue::U32(alignment))]);
+        let bytes = gguf_bytes(
+            3,
+            &[GgufTensor::new("a", DType::F32, &[4], vec![0; 16])],
+            &[("general.alignment", GgufValue::U32(alignment))],
+        );
         let r = read_gguf(&SliceSource::new("h.gguf", bytes), 0);
         if ok {
             assert_eq!(r.unwrap().1.alignment, 16);
         } else {
-            assert_eq!(r.unwrap_err(), FormatError::GgufBadAlignment { file: "h.gguf".into(), alignment: alignment.into() });
+            assert_eq!(
+                r.unwrap_err(),
+                FormatError::GgufBadAlignment { file: "h.gguf".into(), alignment: alignment.into() }
+            );
         }
     }
     let e = err_of(gguf_bytes(3, &[], &[("general.alignment", GgufValue::Str("32".into()))]));
@@ -685,7 +710,9 @@ fn gguf_bad_tensor_infos() {
 fn npy_versions_and_dtypes() {
     let values: Vec<f32> = (0..12).map(|i| i as f32 * 0.5 - 2.0).collect();
     for major in [1u8, 2, 3] {
-        for (descr, dtype) in [("<f4", DType::F32), ("<f2", DType::F16), ("<f8", DType::F64), ("|f4", DType::F32), ("=f8", DType::F64)] {
+        for (descr, dtype) in
+            [("<f4", DType::F32), ("<f2", DType::F16), ("<f8", DType::F64), ("|f4", DType::F32), ("=f8", DType::F64)]
+        {
             let data = quantize(&dtype, &values).unwrap();
             let bytes = npy_bytes(major, descr, false, &[3, 4], &data);
             let src = SliceSource::new("emb.npy", bytes.clone());
@@ -716,7 +743,10 @@ fn npy_err(bytes: Vec<u8>) -> FormatError {
 
 #[test]
 fn npy_refusals() {
-    assert_eq!(npy_err(npy_bytes(1, "<f4", true, &[2, 2], &[0; 16])), FormatError::NpyFortranOrder { file: "e.npy".into() });
+    assert_eq!(
+        npy_err(npy_bytes(1, "<f4", true, &[2, 2], &[0; 16])),
+        FormatError::NpyFortranOrder { file: "e.npy".into() }
+    );
     for descr in ["<i4", ">f4", "<c8", "|u1", "<f16"] {
         let e = npy_err(npy_bytes(1, descr, false, &[2, 2], &[0; 64]));
         assert_eq!(e, FormatError::NpyUnsupportedDtype { file: "e.npy".into(), descr: descr.into() });

@@ -12,7 +12,8 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::set::{choose_in_set, read_model_set};
+use orthoscope::format::set::read_model_set;
+use orthoscope::locate::choose_in_set;
 use orthoscope::source::{ByteSource, FileSource, ReadError};
 use serde_json::Value;
 
@@ -52,7 +53,10 @@ fn analyze_measured(file: &Path) -> (Value, f64, Option<u64>) {
     let file = file.to_str().expect("UTF-8 path");
     let started = Instant::now();
     let (stdout, rss) = if Path::new("/usr/bin/time").exists() {
-        let out = Command::new("/usr/bin/time").args(["-v", CLI, "analyze", file, "--json"]).output().expect("run /usr/bin/time");
+        let out = Command::new("/usr/bin/time")
+            .args(["-v", CLI, "analyze", file, "--json"])
+            .output()
+            .expect("run /usr/bin/time");
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "orthoscope analyze {file}: {stderr}");
         let kb = stderr
@@ -76,7 +80,10 @@ fn analyze_measured(file: &Path) -> (Value, f64, Option<u64>) {
         });
         loop {
             if let Ok(s) = std::fs::read_to_string(&status_path) {
-                let kb = s.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+                let kb = s
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
                 hwm = kb.map(|k| k * 1024).max(hwm);
             }
             if child.try_wait().expect("wait").is_some() {
@@ -172,9 +179,17 @@ fn five_gib_sparse_shard_with_the_embedding_past_4_gib() {
     for &(a, b) in reads.iter() {
         let in_header = b <= header_end;
         let in_embedding = a >= info.byte_range.0 && b <= info.byte_range.1;
-        assert!(in_header || in_embedding, "read {a}..{b} is neither header (..{header_end}) nor embedding {:?}", info.byte_range);
+        assert!(
+            in_header || in_embedding,
+            "read {a}..{b} is neither header (..{header_end}) nor embedding {:?}",
+            info.byte_range
+        );
     }
-    println!("library pass: {} reads, {total} bytes (header {header_end} B + embedding {} B)", reads.len(), ROWS * DIM * 2);
+    println!(
+        "library pass: {} reads, {total} bytes (header {header_end} B + embedding {} B)",
+        reads.len(),
+        ROWS * DIM * 2
+    );
 
     // The CLI on the huge file gives the small file's answer.
     let (want, small_ms, _) = analyze_measured(&small);

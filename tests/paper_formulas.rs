@@ -66,7 +66,11 @@ fn capacities_struct_carries_the_same_four_formulas() {
     assert_eq!(c.adjusted_full, log10_adjusted_full(d, LLAMA2_EPS), "adjusted_full");
     // Eq. 6: k ≤ d·exp(d·ε²/1.2934), so log10 k = log10 d + d·ε²/(1.2934·ln 10).
     let simple = d.log10() + d * LLAMA2_EPS * LLAMA2_EPS / 1.2934 / std::f64::consts::LN_10;
-    assert!((c.adjusted_simple - simple).abs() < 1e-12, "adjusted_simple: expected {simple}, got {}", c.adjusted_simple);
+    assert!(
+        (c.adjusted_simple - simple).abs() < 1e-12,
+        "adjusted_simple: expected {simple}, got {}",
+        c.adjusted_simple
+    );
 }
 
 #[test]
@@ -193,7 +197,10 @@ fn table1_every_row_reproduces_its_capacity_class_and_determinacy() {
         let expected_class = if r.capacity.is_some() { Class::Two } else { Class::One };
         let got_class = class(r.eps);
         if got_class != expected_class {
-            failures.push(format!("{:<26} d={:<5} ε={:.5}  class: expected {expected_class:?}, got {got_class:?}", r.name, r.d, r.eps));
+            failures.push(format!(
+                "{:<26} d={:<5} ε={:.5}  class: expected {expected_class:?}, got {got_class:?}",
+                r.name, r.d, r.eps
+            ));
         }
         let got_det = capacity_determinate(r.eps);
         if got_det != r.capacity.is_some() {
@@ -223,7 +230,13 @@ fn table1_every_row_reproduces_its_capacity_class_and_determinacy() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} Table 1 checks failed:\n{}", failures.len(), TABLE_1.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} Table 1 checks failed:\n{}",
+        failures.len(),
+        TABLE_1.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

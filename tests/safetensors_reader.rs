@@ -79,14 +79,20 @@ fn ours(model: &ModelInfo) -> BTreeMap<String, Seen> {
     model
         .tensors
         .iter()
-        .map(|t| (t.name.clone(), Seen { dtype: t.dtype.name().to_string(), shape: t.shape.clone(), byte_range: t.byte_range }))
+        .map(|t| {
+            (
+                t.name.clone(),
+                Seen { dtype: t.dtype.name().to_string(), shape: t.shape.clone(), byte_range: t.byte_range },
+            )
+        })
         .collect()
 }
 
 /// Side by side on mismatch.
 fn assert_same_tensors(case: &str, file: &[u8]) {
     let want = oracle(file);
-    let model = read(case, file.to_vec()).unwrap_or_else(|e| panic!("{case}: our reader refused a file the crate reads: {e}"));
+    let model =
+        read(case, file.to_vec()).unwrap_or_else(|e| panic!("{case}: our reader refused a file the crate reads: {e}"));
     assert_eq!(model.format, "safetensors", "{case}: format");
     let got = ours(&model);
     if want != got {
@@ -98,7 +104,10 @@ fn assert_same_tensors(case: &str, file: &[u8]) {
         panic!("{case}: our reader disagrees with the safetensors crate:\n{}", lines.join("\n"));
     }
     // Our list is in file order.
-    assert!(model.tensors.windows(2).all(|w| w[0].byte_range.0 <= w[1].byte_range.0), "{case}: tensors not in file order");
+    assert!(
+        model.tensors.windows(2).all(|w| w[0].byte_range.0 <= w[1].byte_range.0),
+        "{case}: tensors not in file order"
+    );
 }
 
 struct Raw {
@@ -272,14 +281,20 @@ fn hostile_not_safetensors_zip_file_is_refused_with_a_specific_message() {
 #[test]
 fn hostile_truncated_header_is_too_short() {
     let err = read_hostile("truncated-header").expect_err("5 bytes cannot be a file");
-    assert_eq!(err, FormatError::TooShort { file: "truncated-header.safetensors".into(), format: "safetensors", len: 5 });
+    assert_eq!(
+        err,
+        FormatError::TooShort { file: "truncated-header.safetensors".into(), format: "safetensors", len: 5 }
+    );
     assert_mentions(&err.to_string(), &["truncated-header.safetensors", "5 bytes"]);
 }
 
 #[test]
 fn hostile_header_past_eof_names_both_lengths() {
     let err = read_hostile("header-past-eof").expect_err("header longer than file");
-    assert_eq!(err, FormatError::HeaderPastEof { file: "header-past-eof.safetensors".into(), header_len: 5000, file_len: 15 });
+    assert_eq!(
+        err,
+        FormatError::HeaderPastEof { file: "header-past-eof.safetensors".into(), header_len: 5000, file_len: 15 }
+    );
     assert_mentions(&err.to_string(), &["5000", "15 bytes"]);
 }
 
@@ -434,14 +449,23 @@ fn read_and_analyse(bytes: Vec<u8>) {
     let Ok(model) = read_model(&source, 0) else { return };
     // Every listed tensor lies inside the file.
     for t in &model.tensors {
-        assert!(t.byte_range.0 <= t.byte_range.1 && t.byte_range.1 <= bytes.len() as u64, "{t:?} outside {} bytes", bytes.len());
+        assert!(
+            t.byte_range.0 <= t.byte_range.1 && t.byte_range.1 <= bytes.len() as u64,
+            "{t:?} outside {} bytes",
+            bytes.len()
+        );
     }
     let mut candidates: Vec<TensorInfo> = model.tensors.clone();
     if let Ok((t, _)) = choose(&model, None, name) {
         candidates.insert(0, t);
     }
     for t in candidates.into_iter().take(3) {
-        if let Ok(a) = Analysis::new(Box::new(SliceSource::new(name, bytes.clone())), t, Origin::default(), AnalysisConfig::default()) {
+        if let Ok(a) = Analysis::new(
+            Box::new(SliceSource::new(name, bytes.clone())),
+            t,
+            Origin::default(),
+            AnalysisConfig::default(),
+        ) {
             if let Ok(done) = a.run(&mut |_| {}) {
                 let _ = done.report(0.0);
             }
@@ -521,7 +545,8 @@ fn header_offsets_near_u64_max_are_past_eof_not_an_overflow() {
     bytes.extend_from_slice(json.as_bytes());
     let err = read("huge.safetensors", bytes).expect_err("offsets near 2^64");
     assert!(matches!(err, FormatError::PastEof { .. }), "got {err:?}");
-    let json = format!("{{\"{EMBED}\":{{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,16]}}}}");
+    let json =
+        format!("{{\"{EMBED}\":{{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,16]}}}}");
     let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
     bytes.extend_from_slice(json.as_bytes());
     bytes.extend_from_slice(&[0; 16]);
@@ -581,7 +606,12 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
     let (rows, dim) = (96u64, 20u64);
     let row_bytes = dim * 4;
     // A header placing the embedding 4.5 GiB into the data section (a big tensor before it).
-    let spec = TensorSpec { name: EMBED.into(), dtype: DType::F32, shape: vec![rows, dim], data: vec![0; (rows * row_bytes) as usize] };
+    let spec = TensorSpec {
+        name: EMBED.into(),
+        dtype: DType::F32,
+        shape: vec![rows, dim],
+        data: vec![0; (rows * row_bytes) as usize],
+    };
     let gap = 4 * GIB + GIB / 2;
     let header = safetensors_header(&[spec], gap);
     let data_start = header.len() as u64; // length prefix included
@@ -596,7 +626,11 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
     let t = model.tensors[0].clone();
     assert_eq!(t.byte_range, (start, end), "absolute u64 byte range (start = 8 + header + 4.5 GiB)");
     assert_eq!(t.shape, vec![rows, dim]);
-    assert!(reads.borrow().iter().all(|&(o, _)| o < data_start), "the header reader read data bytes: {:?}", reads.borrow());
+    assert!(
+        reads.borrow().iter().all(|&(o, _)| o < data_start),
+        "the header reader read data bytes: {:?}",
+        reads.borrow()
+    );
     reads.borrow_mut().clear();
 
     let report = Analysis::new(Box::new(source), t, Origin::default(), AnalysisConfig::default())
@@ -616,7 +650,11 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
             row_reads[r as usize] += 1;
         }
     }
-    assert!(row_reads.iter().all(|&c| c >= 1), "rows never read: {:?}", row_reads.iter().enumerate().filter(|(_, &c)| c == 0).map(|(i, _)| i).collect::<Vec<_>>());
+    assert!(
+        row_reads.iter().all(|&c| c >= 1),
+        "rows never read: {:?}",
+        row_reads.iter().enumerate().filter(|(_, &c)| c == 0).map(|(i, _)| i).collect::<Vec<_>>()
+    );
 
     // The statistics are those of the rows at those offsets (f64 all pairs, paper.md §1).
     let units: Vec<Vec<f64>> = (0..rows)
@@ -657,6 +695,8 @@ fn a_matrix_with_more_rows_than_any_vocabulary_is_refused() {
     };
     let t = orthoscope::format::TensorInfo { dtype: orthoscope::format::DType::F8E4M3, ..t };
     let src = orthoscope::source::SliceSource::new("x", vec![0u8; 8]);
-    let err = orthoscope::analysis::Analysis::new(Box::new(src), t, Default::default(), Default::default()).err().expect("refused");
+    let err = orthoscope::analysis::Analysis::new(Box::new(src), t, Default::default(), Default::default())
+        .err()
+        .expect("refused");
     assert!(matches!(err, orthoscope::Error::TooManyRows { rows, .. } if rows == 1 << 27), "{err}");
 }

@@ -10,8 +10,9 @@ use std::rc::Rc;
 
 use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::format::fixtures::gguf_model;
-use orthoscope::format::set::{choose_in_set, read_model_set, ModelSet};
+use orthoscope::format::set::{read_model_set, ModelSet};
 use orthoscope::format::{DType, FormatError};
+use orthoscope::locate::choose_in_set;
 use orthoscope::source::{ByteSource, ReadError, SliceSource};
 use orthoscope::synth::{self, safetensors_bytes, TensorSpec};
 use orthoscope::{Error, Report};
@@ -142,7 +143,10 @@ fn two_files_with_the_name_of_one_shard_are_refused() {
     match &err {
         FormatError::DuplicateFile { name, first, second } => {
             assert_eq!(name, &shard(1, 2));
-            assert_eq!((first.as_str(), second.as_str()), ("this/model-00001-of-00002.safetensors", "other/model-00001-of-00002.safetensors"));
+            assert_eq!(
+                (first.as_str(), second.as_str()),
+                ("this/model-00001-of-00002.safetensors", "other/model-00001-of-00002.safetensors")
+            );
         }
         other => panic!("expected DuplicateFile, got {other:?}"),
     }
@@ -165,7 +169,10 @@ fn a_shard_named_by_the_index_but_not_given_is_missing_and_its_embedding_is_name
     let err = choose_in_set(&set, None).unwrap_err();
     assert_eq!(err, Error::MissingShard { tensor: EMBED.into(), shard: shard(1, 4) });
     let message = err.to_string();
-    assert!(message.contains(EMBED) && message.contains("model-00001-of-00004.safetensors") && message.contains("add it"), "{message}");
+    assert!(
+        message.contains(EMBED) && message.contains("model-00001-of-00004.safetensors") && message.contains("add it"),
+        "{message}"
+    );
     // Asked for by name: the same.
     assert_eq!(choose_in_set(&set, Some(EMBED)).unwrap_err(), err);
     // A tensor of a shard that was given is still there.
@@ -264,7 +271,11 @@ fn a_pickle_index_beside_the_safetensors_index_is_ignored() {
     assert_eq!(set.index, files.iter().position(|(n, _)| n == INDEX));
     assert_eq!(
         set.ignored,
-        vec!["pytorch_model.bin.index.json".to_string(), "pytorch_model-00001-of-00002.bin".into(), "tokenizer.json".into()]
+        vec![
+            "pytorch_model.bin.index.json".to_string(),
+            "pytorch_model-00001-of-00002.bin".into(),
+            "tokenizer.json".into()
+        ]
     );
     // Two usable indexes are ambiguous.
     let mut two = files.clone();
@@ -325,7 +336,8 @@ fn without_an_index_a_tensor_in_two_files_is_refused_naming_both() {
 #[test]
 fn non_model_files_are_ignored_but_a_broken_model_file_fails_with_its_own_error() {
     let good = safetensors_bytes(&[TensorSpec::matrix(EMBED, DType::F32, 8, 4, &synth::random_init(8, 4, 1))]);
-    let files = vec![("a.safetensors".to_string(), good.clone()), ("b.safetensors".to_string(), b"PK\x03\x04 zip".to_vec())];
+    let files =
+        vec![("a.safetensors".to_string(), good.clone()), ("b.safetensors".to_string(), b"PK\x03\x04 zip".to_vec())];
     let err = read_set(&sources(&files)).unwrap_err();
     assert!(err.to_string().contains("b.safetensors"), "{err}");
     assert!(matches!(err, FormatError::HeaderTooLarge { .. } | FormatError::HeaderPastEof { .. }), "{err:?}");
@@ -336,13 +348,17 @@ fn non_model_files_are_ignored_but_a_broken_model_file_fails_with_its_own_error(
     assert_eq!((set.tensors.len(), set.ignored.clone()), (1, vec!["LICENSE".to_string()]));
     assert_eq!(set.format, "safetensors");
 
-    let files = vec![("README.md".to_string(), b"# card".to_vec()), ("config.json".to_string(), b"{\"vocab_size\": 3}".to_vec())];
+    let files = vec![
+        ("README.md".to_string(), b"# card".to_vec()),
+        ("config.json".to_string(), b"{\"vocab_size\": 3}".to_vec()),
+    ];
     match read_set(&sources(&files)) {
         Err(e @ FormatError::NoModelFiles { .. }) => assert!(e.to_string().contains("README.md"), "{e}"),
         other => panic!("expected NoModelFiles, got {other:?}"),
     }
 
-    let files = vec![("m.safetensors".to_string(), safetensors_bytes(&[])), ("config.json".to_string(), b"{vocab".to_vec())];
+    let files =
+        vec![("m.safetensors".to_string(), safetensors_bytes(&[])), ("config.json".to_string(), b"{vocab".to_vec())];
     match read_set(&sources(&files)) {
         Err(e @ FormatError::InvalidConfig { .. }) => assert!(e.to_string().contains("config.json"), "{e}"),
         other => panic!("expected InvalidConfig, got {other:?}"),
@@ -424,7 +440,9 @@ fn config_vocab_size_feeds_the_shape_heuristic() {
     let alone = read_set(&sources(std::slice::from_ref(&model))).unwrap();
     assert_eq!(choose_in_set(&alone, None).unwrap().0.name, "enc.b");
 
-    for config in [&b"{\"vocab_size\": 100}"[..], &b"{\"model_type\": \"x\", \"text_config\": {\"vocab_size\": 100}}"[..]] {
+    for config in
+        [&b"{\"vocab_size\": 100}"[..], &b"{\"model_type\": \"x\", \"text_config\": {\"vocab_size\": 100}}"[..]]
+    {
         let files = vec![model.clone(), ("config.json".to_string(), config.to_vec())];
         let set = read_set(&sources(&files)).unwrap();
         assert_eq!(set.vocab_size, Some(100));
@@ -468,11 +486,15 @@ fn cli_analyzes_a_generated_sharded_folder_like_the_single_file() {
     ok(cli(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>()));
     std::fs::write(shards.join("README.md"), "# card").unwrap();
 
-    let report: Report = serde_json::from_str(&ok(cli(&[os("analyze").as_os_str(), shards.as_os_str(), os("--json").as_os_str()]))).unwrap();
+    let report: Report =
+        serde_json::from_str(&ok(cli(&[os("analyze").as_os_str(), shards.as_os_str(), os("--json").as_os_str()])))
+            .unwrap();
     assert_eq!(report.tensor, EMBED);
     assert_eq!(report.file, shard(1, 3));
     assert_eq!(report.format, "safetensors (3 shards)");
-    let one: Report = serde_json::from_str(&ok(cli(&[os("analyze").as_os_str(), single.as_os_str(), os("--json").as_os_str()]))).unwrap();
+    let one: Report =
+        serde_json::from_str(&ok(cli(&[os("analyze").as_os_str(), single.as_os_str(), os("--json").as_os_str()])))
+            .unwrap();
     assert_eq!(one.file, "single.safetensors");
     assert!((report.epsilon - one.epsilon).abs() < 1e-12, "{} vs {}", report.epsilon, one.epsilon);
 
@@ -509,16 +531,28 @@ fn cli_generates_split_gguf_whose_epsilon_equals_the_unsplit_file() {
     let dir = temp_dir("gguf");
     let os = |s: &str| std::ffi::OsString::from(s);
     let run = |out: &std::path::Path, split: &str| {
-        let args =
-            [os("generate-gguf"), out.into(), os("--rows"), os("256"), os("--dim"), os("256"), os("--type"), os("Q6_K"), os("--split"), os(split)];
+        let args = [
+            os("generate-gguf"),
+            out.into(),
+            os("--rows"),
+            os("256"),
+            os("--dim"),
+            os("256"),
+            os("--type"),
+            os("Q6_K"),
+            os("--split"),
+            os(split),
+        ];
         ok(cli(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>()));
     };
     run(&dir.join("whole.gguf"), "1");
     std::fs::create_dir_all(dir.join("split")).unwrap();
     run(&dir.join("split").join("m.gguf"), "3");
     let names: Vec<String> = {
-        let mut v: Vec<String> =
-            std::fs::read_dir(dir.join("split")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut v: Vec<String> = std::fs::read_dir(dir.join("split"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         v.sort();
         v
     };
@@ -529,7 +563,10 @@ fn cli_generates_split_gguf_whose_epsilon_equals_the_unsplit_file() {
     let whole = analyze(&dir.join("whole.gguf"));
     let split = analyze(&dir.join("split"));
     assert_eq!((whole.tensor.as_str(), split.tensor.as_str()), ("token_embd.weight", "token_embd.weight"));
-    assert_eq!((whole.dtype.as_str(), whole.format.as_str(), split.format.as_str()), ("Q6_K", "gguf", "gguf (3 shards)"));
+    assert_eq!(
+        (whole.dtype.as_str(), whole.format.as_str(), split.format.as_str()),
+        ("Q6_K", "gguf", "gguf (3 shards)")
+    );
     assert!((whole.epsilon - split.epsilon).abs() < 1e-12, "{} vs {}", whole.epsilon, split.epsilon);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -537,14 +574,22 @@ fn cli_generates_split_gguf_whose_epsilon_equals_the_unsplit_file() {
 /// GGUF's `tokenizer.ggml.tokens` travels with the model set (issue 3: keep the vocabulary).
 #[test]
 fn gguf_vocabulary_is_kept_in_the_model_set() {
-    let files = orthoscope::format::fixtures::gguf_model(&orthoscope::synth::random_init(300, 64, 1), &orthoscope::synth::random_init(300, 64, 2), 300, 64, &orthoscope::format::DType::F32, 1)
-        .expect("gguf fixture");
+    let files = orthoscope::format::fixtures::gguf_model(
+        &orthoscope::synth::random_init(300, 64, 1),
+        &orthoscope::synth::random_init(300, 64, 2),
+        300,
+        64,
+        &orthoscope::format::DType::F32,
+        1,
+    )
+    .expect("gguf fixture");
     let sources: Vec<orthoscope::source::SliceSource> = files
         .into_iter()
         .enumerate()
         .map(|(i, b)| orthoscope::source::SliceSource::new(format!("m{i}.gguf"), b))
         .collect();
-    let refs: Vec<&dyn orthoscope::source::ByteSource> = sources.iter().map(|s| s as &dyn orthoscope::source::ByteSource).collect();
+    let refs: Vec<&dyn orthoscope::source::ByteSource> =
+        sources.iter().map(|s| s as &dyn orthoscope::source::ByteSource).collect();
     let set = orthoscope::format::set::read_model_set(&refs).expect("set");
     assert_eq!(set.vocab.len(), 300);
     assert_eq!(set.vocab_size, Some(300));

@@ -78,11 +78,18 @@ fn blob_source_reads_the_right_bytes_at_offsets_of_a_multi_megabyte_blob() {
 #[wasm_bindgen_test]
 fn analysis_through_a_blob_equals_analysis_of_the_same_bytes_in_memory() {
     let values = synth::trained_like(700, 96, 9);
-    let file = synth::safetensors_bytes(&[synth::TensorSpec::matrix("model.embed_tokens.weight", orthoscope::format::DType::BF16, 700, 96, &values)]);
+    let file = synth::safetensors_bytes(&[synth::TensorSpec::matrix(
+        "model.embed_tokens.weight",
+        orthoscope::format::DType::BF16,
+        700,
+        96,
+        &values,
+    )]);
     let run = |source: Box<dyn ByteSource>| {
         let model = read_model(source.as_ref(), 0).expect("header");
         let (t, why) = choose(&model, None, "f").expect("embedding");
-        let a = Analysis::new(source, t, Origin { tensor_reason: why, ..Origin::default() }, AnalysisConfig::default()).expect("analysis");
+        let a = Analysis::new(source, t, Origin { tensor_reason: why, ..Origin::default() }, AnalysisConfig::default())
+            .expect("analysis");
         a.run(&mut |_| {}).expect("run").report(0.0).expect("report")
     };
     let from_blob = run(Box::new(BlobSource::new("f".into(), blob_of(&file)).expect("blob")));
@@ -143,7 +150,13 @@ fn bench_at(dim: usize, rows: usize) {
     };
     let d_simd = dots(simd::dots);
     let d_port = dots(portable::dots);
-    console_log!("BENCH gram_update d={dim}: simd128 {g_simd:.1} GFLOP/s, portable {g_port:.1} GFLOP/s, ratio {:.2}x", g_simd / g_port);
-    console_log!("BENCH dots d={dim}: simd128 {d_simd:.1} GFLOP/s, portable {d_port:.1} GFLOP/s, ratio {:.2}x", d_simd / d_port);
+    console_log!(
+        "BENCH gram_update d={dim}: simd128 {g_simd:.1} GFLOP/s, portable {g_port:.1} GFLOP/s, ratio {:.2}x",
+        g_simd / g_port
+    );
+    console_log!(
+        "BENCH dots d={dim}: simd128 {d_simd:.1} GFLOP/s, portable {d_port:.1} GFLOP/s, ratio {:.2}x",
+        d_simd / d_port
+    );
     assert!(g_simd.is_finite() && d_simd.is_finite());
 }

@@ -11,16 +11,17 @@ fn main() {}
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
     use std::path::PathBuf;
-    use std::rc::Rc;
     use std::process::ExitCode;
+    use std::rc::Rc;
     use std::time::Instant;
 
     use clap::{Parser, Subcommand, ValueEnum};
     use orthoscope::analysis::AnalysisConfig;
-    use orthoscope::job::Job;
     use orthoscope::format::fixtures::gguf_model;
-    use orthoscope::format::set::{choose_in_set, read_model_set, ModelSet};
+    use orthoscope::format::set::{read_model_set, ModelSet};
     use orthoscope::format::DType;
+    use orthoscope::job::Job;
+    use orthoscope::locate::choose_in_set;
     use orthoscope::locate::locate;
     use orthoscope::report::Report;
     use orthoscope::source::{ByteSource, FileSource};
@@ -186,7 +187,11 @@ mod cli {
                     } else {
                         ""
                     };
-                    let file = if several { format!("  [{}]", set.files.get(t.file).map_or("?", String::as_str)) } else { String::new() };
+                    let file = if several {
+                        format!("  [{}]", set.files.get(t.file).map_or("?", String::as_str))
+                    } else {
+                        String::new()
+                    };
                     println!("{:<50} {:<6} {:?}{}{}", t.name, t.dtype.name(), t.shape, file, mark);
                 }
                 if several {
@@ -220,11 +225,21 @@ mod cli {
                 let values = generate(kind, rows, dim, seed);
                 let t = synth::TensorSpec::matrix("model.embed_tokens.weight", dtype, rows, dim, &values);
                 drop(values);
-                let layout = synth::write_sparse_safetensors(&out, file_len, &t).map_err(|e| format!("{}: {e}", out.display()))?;
+                let layout = synth::write_sparse_safetensors(&out, file_len, &t)
+                    .map_err(|e| format!("{}: {e}", out.display()))?;
                 let (start, end) = layout.embedding;
-                let past = if start >= 1 << 32 { "past the 4 GiB mark" } else { "NOT past the 4 GiB mark: give a larger --size-gib" };
-                println!("{}: {} bytes; {} at bytes {start}..{end} ({past}); {} hole bytes before it",
-                    out.display(), layout.file_len, t.name, layout.padding.iter().map(|(_, a, b)| b - a).sum::<u64>());
+                let past = if start >= 1 << 32 {
+                    "past the 4 GiB mark"
+                } else {
+                    "NOT past the 4 GiB mark: give a larger --size-gib"
+                };
+                println!(
+                    "{}: {} bytes; {} at bytes {start}..{end} ({past}); {} hole bytes before it",
+                    out.display(),
+                    layout.file_len,
+                    t.name,
+                    layout.padding.iter().map(|(_, a, b)| b - a).sum::<u64>()
+                );
                 Ok(())
             }
             Command::GenerateShards { dir, rows, dim, shards, no_index, dtype, kind, seed } => {
@@ -247,7 +262,10 @@ mod cli {
                     return Err(format!("--split must be between 1 and {}, not {split}", u16::MAX));
                 }
                 if let Some((per_block, _)) = dtype.block().filter(|&(b, _)| !(dim as u64).is_multiple_of(b)) {
-                    return Err(format!("--dim {dim} is not a multiple of {per_block}, the block size of {}", dtype.name()));
+                    return Err(format!(
+                        "--dim {dim} is not a multiple of {per_block}, the block size of {}",
+                        dtype.name()
+                    ));
                 }
                 let values = generate(kind, rows, dim, seed);
                 let output = synth::random_init(rows, dim, seed.wrapping_add(1));
@@ -279,7 +297,8 @@ mod cli {
 
     fn analyze(files: &[PathBuf], tensor: Option<&str>, seed: u64, rows: Option<u64>) -> Result<Report, String> {
         let started = Instant::now();
-        let sources: Vec<Rc<dyn ByteSource>> = open_all(files)?.into_iter().map(|s| Rc::new(s) as Rc<dyn ByteSource>).collect();
+        let sources: Vec<Rc<dyn ByteSource>> =
+            open_all(files)?.into_iter().map(|s| Rc::new(s) as Rc<dyn ByteSource>).collect();
         let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
         let (job, _) = Job::open(sources, tensor, config).map_err(|e| e.to_string())?;
         let job = job.run().map_err(|e| e.to_string())?;
@@ -352,18 +371,41 @@ mod cli {
         use std::fmt::Write;
         let mut s = String::new();
         let _ = writeln!(s, "{} · {} · {} · {} × {}", r.file, r.tensor, r.dtype, r.rows, r.dim);
-        let _ = writeln!(s, "rows used {} (dropped {}), pairs {}, {}", r.rows_used, r.rows_dropped, r.pairs, if r.exact { "exact" } else { "estimate" });
-        let _ = writeln!(s, "μ = {:.6}  σ = {:.6}  ε = μ+2σ = {:.6}  μ+3σ = {:.6}", r.mu, r.sigma, r.epsilon, r.epsilon_3sigma);
+        let _ = writeln!(
+            s,
+            "rows used {} (dropped {}), pairs {}, {}",
+            r.rows_used,
+            r.rows_dropped,
+            r.pairs,
+            if r.exact { "exact" } else { "estimate" }
+        );
+        let _ = writeln!(
+            s,
+            "μ = {:.6}  σ = {:.6}  ε = μ+2σ = {:.6}  μ+3σ = {:.6}",
+            r.mu, r.sigma, r.epsilon, r.epsilon_3sigma
+        );
         if let Some([lo, hi]) = r.epsilon_ci {
             let _ = writeln!(s, "ε 95% interval [{lo:.6}, {hi:.6}] (seed {})", r.seed);
         }
         let c = &r.log10_capacity;
-        let _ = writeln!(s, "log10 capacity: full {:.3}  simple {:.3}  JL C=3.029 {:.3}  JL C=8 {:.3}{}", c.adjusted_full, c.adjusted_simple, c.jl_c3029, c.jl_c8,
-            if r.capacity_determinate { "" } else { "  (indeterminate: ε ≥ 0.1)" });
+        let _ = writeln!(
+            s,
+            "log10 capacity: full {:.3}  simple {:.3}  JL C=3.029 {:.3}  JL C=8 {:.3}{}",
+            c.adjusted_full,
+            c.adjusted_simple,
+            c.jl_c3029,
+            c.jl_c8,
+            if r.capacity_determinate { "" } else { "  (indeterminate: ε ≥ 0.1)" }
+        );
         if let Some(u) = &r.unembedding {
-            let _ = writeln!(s, "unembedding {} (not the paper's ε): μ = {:.6}  σ = {:.6}  μ+2σ = {:.6} over {} of {} rows", u.tensor, u.mu, u.sigma, u.mu_plus_2sigma, u.rows_seen, u.rows);
+            let _ = writeln!(
+                s,
+                "unembedding {} (not the paper's ε): μ = {:.6}  σ = {:.6}  μ+2σ = {:.6} over {} of {} rows",
+                u.tensor, u.mu, u.sigma, u.mu_plus_2sigma, u.rows_seen, u.rows
+            );
         }
-        let _ = writeln!(s, "tied: {} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence);
+        let _ =
+            writeln!(s, "tied: {} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence);
         let _ = writeln!(s, "class {:?}, {:.0} ms, kernel {}", r.class, r.timing_ms, r.kernel);
         s
     }

@@ -1,27 +1,18 @@
 //! Row decoding: raw bytes of one or more rows → `f32`.
 
 use half::{bf16, f16};
-use thiserror::Error;
 
 use super::{ggml, DType};
 
-/// Why rows could not be decoded.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum DecodeError {
-    /// The element type is not a floating-point type Orthoscope decodes.
-    #[error("dtype {0} cannot be analysed: Orthoscope reads F32, F16, BF16, F64, F8_E4M3, F8_E5M2 (and ggml quantised types in GGUF)")]
-    Unsupported(String),
-    /// The byte count does not match the row count (a bug in the caller, reported rather than panicking).
-    #[error("internal: {got} bytes given for {rows} rows of {dim} {dtype} elements")]
-    Length { got: usize, rows: usize, dim: usize, dtype: String },
-}
+pub use super::DecodeError;
 
 /// Decodes `raw` (whole rows of `dim` elements of `dtype`) into `out` (`rows × dim` f32).
 pub fn decode_rows(raw: &[u8], dtype: &DType, dim: usize, out: &mut [f32]) -> Result<(), DecodeError> {
     if !dtype.is_float() {
         return Err(DecodeError::Unsupported(dtype.name().to_string()));
     }
-    let length_error = || DecodeError::Length { got: raw.len(), rows: out.len() / dim.max(1), dim, dtype: dtype.name().to_string() };
+    let length_error =
+        || DecodeError::Length { got: raw.len(), rows: out.len() / dim.max(1), dim, dtype: dtype.name().to_string() };
     let row_bytes = dtype.bytes_for(dim as u64).ok_or_else(length_error)? as usize;
     if dim == 0 || out.len() % dim != 0 || raw.len() != (out.len() / dim) * row_bytes {
         return Err(length_error());
@@ -97,9 +88,6 @@ mod tests {
     #[test]
     fn integer_dtypes_are_refused() {
         let mut out = [0.0f32; 2];
-        assert_eq!(
-            decode_rows(&[0; 8], &DType::I32, 2, &mut out),
-            Err(DecodeError::Unsupported("I32".into()))
-        );
+        assert_eq!(decode_rows(&[0; 8], &DType::I32, 2, &mut out), Err(DecodeError::Unsupported("I32".into())));
     }
 }

@@ -491,7 +491,14 @@ fn q6_k(x: &[f32; 256], out: &mut Vec<u8>) {
 /// architecture in the first part, and `split.no` / `split.count` / `split.tensors.count` in every
 /// part of a split model, as `llama-gguf-split` writes them. `None` when `dtype` cannot encode a
 /// row of `dim` values (not a whole number of blocks, or a type [`quantize`] does not write).
-pub fn gguf_model(embedding: &[f32], output: &[f32], rows: usize, dim: usize, dtype: &DType, split: usize) -> Option<Vec<Vec<u8>>> {
+pub fn gguf_model(
+    embedding: &[f32],
+    output: &[f32],
+    rows: usize,
+    dim: usize,
+    dtype: &DType,
+    split: usize,
+) -> Option<Vec<Vec<u8>>> {
     let split = split.max(1);
     let mut parts: Vec<Vec<GgufTensor>> = (0..split).map(|_| Vec::new()).collect();
     let shape = [rows as u64, dim as u64];
@@ -506,7 +513,8 @@ pub fn gguf_model(embedding: &[f32], output: &[f32], rows: usize, dim: usize, dt
     last.push(GgufTensor::new("output_norm.weight", DType::F32, &[dim as u64], ones));
 
     let total: usize = parts.iter().map(Vec::len).sum();
-    let tokens = GgufValue::Array { elem: GgufType::Str, items: (0..rows).map(|i| GgufValue::Str(format!("tok{i}"))).collect() };
+    let tokens =
+        GgufValue::Array { elem: GgufType::Str, items: (0..rows).map(|i| GgufValue::Str(format!("tok{i}"))).collect() };
     let mut files = Vec::with_capacity(split);
     for (k, tensors) in parts.iter().enumerate() {
         let mut metadata: Vec<(&str, GgufValue)> = Vec::new();

@@ -11,7 +11,7 @@
 
 use half::f16;
 
-use super::decode::DecodeError;
+use super::DecodeError;
 use super::DType;
 
 /// Whether `dtype` is one of the ggml block-quantised types this module decodes.

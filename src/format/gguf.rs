@@ -162,13 +162,19 @@ pub enum GgufValue {
     Bool(bool),
     Str(String),
     /// An array of `elem` values (every item has that type; nested arrays are `Array` items).
-    Array { elem: GgufType, items: Vec<GgufValue> },
+    Array {
+        elem: GgufType,
+        items: Vec<GgufValue>,
+    },
     U64(u64),
     I64(i64),
     F64(f64),
     /// An array that was read past without keeping its items: longer than [`MAX_KEPT_ARRAY`]
     /// (merges, scores, token types) or the vocabulary itself, which is in [`GgufExtra::tokens`].
-    SkippedArray { elem: GgufType, len: u64 },
+    SkippedArray {
+        elem: GgufType,
+        len: u64,
+    },
 }
 
 impl GgufValue {
@@ -620,7 +626,13 @@ impl Parser<'_> {
         }))
     }
 
-    fn array(&mut self, key: &str, depth: u64, keep: bool, budget: &mut usize) -> Result<Option<GgufValue>, FormatError> {
+    fn array(
+        &mut self,
+        key: &str,
+        depth: u64,
+        keep: bool,
+        budget: &mut usize,
+    ) -> Result<Option<GgufValue>, FormatError> {
         let at = self.cur.pos;
         self.check_limit(at, depth + 1, MAX_DEPTH, || format!("array nesting depth of key '{key}'"))?;
         let elem = self.value_type(key, &|| format!("element type of array '{key}'"))?;
@@ -788,13 +800,14 @@ impl Parser<'_> {
                     // ggml requires each row (ne[0]) to be whole blocks; rows are decoded alone.
                     let row = t.ne.first().copied().unwrap_or(1);
                     if row % per_block != 0 {
-                        return Err(bad_shape(format!("ne[0] = {row} is not a multiple of the {per_block}-element block")));
+                        return Err(bad_shape(format!(
+                            "ne[0] = {row} is not a multiple of the {per_block}-element block"
+                        )));
                     }
-                    let elems = t
-                        .ne
-                        .iter()
-                        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-                        .ok_or_else(|| bad_shape("the element count overflows 64 bits".to_string()))?;
+                    let elems =
+                        t.ne.iter()
+                            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+                            .ok_or_else(|| bad_shape("the element count overflows 64 bits".to_string()))?;
                     let bytes = dtype
                         .bytes_for(elems)
                         .ok_or_else(|| bad_shape("the byte count overflows 64 bits".to_string()))?;

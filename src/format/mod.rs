@@ -200,6 +200,17 @@ pub struct ModelInfo {
     pub vocab: Vec<String>,
 }
 
+/// Why rows could not be decoded.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum DecodeError {
+    /// The element type is not a floating-point type Orthoscope decodes.
+    #[error("dtype {0} cannot be analysed: Orthoscope reads F32, F16, BF16, F64, F8_E4M3, F8_E5M2 (and ggml quantised types in GGUF)")]
+    Unsupported(String),
+    /// The byte count does not match the row count (a bug in the caller, reported rather than panicking).
+    #[error("internal: {got} bytes given for {rows} rows of {dim} {dtype} elements")]
+    Length { got: usize, rows: usize, dim: usize, dtype: String },
+}
+
 /// The safetensors header may not exceed this many bytes (the reference implementation's limit).
 pub const MAX_HEADER_BYTES: u64 = 100_000_000;
 
@@ -225,7 +236,9 @@ pub enum FormatError {
     #[error("{file}: tensor '{tensor}': {reason}")]
     InvalidEntry { file: String, tensor: String, reason: String },
     /// The shape and dtype call for a different number of bytes than the offsets give.
-    #[error("{file}: tensor '{tensor}': shape {shape:?} of {dtype} needs {expected} bytes but its offsets span {actual}")]
+    #[error(
+        "{file}: tensor '{tensor}': shape {shape:?} of {dtype} needs {expected} bytes but its offsets span {actual}"
+    )]
     SizeMismatch { file: String, tensor: String, shape: Vec<u64>, dtype: String, expected: String, actual: u64 },
     /// A tensor's data ends past the end of the file.
     #[error("{file}: tensor '{tensor}' ends at byte {end}, past the end of the file ({file_len} bytes)")]
@@ -240,16 +253,28 @@ pub enum FormatError {
     #[error("{file}: GGUF version {version} is not supported; Orthoscope reads versions 2 and 3{}", gguf_version_hint(*.version))]
     GgufUnsupportedVersion { file: String, version: u32 },
     /// The GGUF header ends inside a field: the file is shorter than its header.
-    #[error("{file}: GGUF header truncated: {what} at offset {offset} runs past the end of the file ({file_len} bytes)")]
+    #[error(
+        "{file}: GGUF header truncated: {what} at offset {offset} runs past the end of the file ({file_len} bytes)"
+    )]
     GgufTruncated { file: String, offset: u64, what: String, file_len: u64 },
     /// A metadata value type id that GGUF does not define (valid ids are 0–12).
     #[error("{file}: metadata key '{key}' at offset {offset} has unknown GGUF value type {value_type} (valid: 0–12)")]
     GgufBadValueType { file: String, offset: u64, key: String, value_type: u32 },
     /// A string length or element count that cannot fit in what remains of the file.
     #[error("{file}: {what} at offset {offset} declares {claimed} {unit}, needing at least {needed} bytes, but only {available} bytes remain in the file (corrupt or hostile file)")]
-    GgufTooLarge { file: String, offset: u64, what: String, claimed: u64, unit: &'static str, needed: String, available: u64 },
+    GgufTooLarge {
+        file: String,
+        offset: u64,
+        what: String,
+        claimed: u64,
+        unit: &'static str,
+        needed: String,
+        available: u64,
+    },
     /// A count, length or nesting depth beyond a fixed sanity limit of the GGUF reader.
-    #[error("{file}: {what} at offset {offset} is {value}, over this reader's limit of {limit} (corrupt or hostile file)")]
+    #[error(
+        "{file}: {what} at offset {offset} is {value}, over this reader's limit of {limit} (corrupt or hostile file)"
+    )]
     GgufOverLimit { file: String, offset: u64, what: String, value: u64, limit: u64 },
     /// A metadata key Orthoscope interprets holds a value of the wrong type.
     #[error("{file}: metadata key '{key}' at offset {offset} should be {expected} but is {found}")]
@@ -271,7 +296,9 @@ pub enum FormatError {
     #[error("{file}: .npy format version {major}.{minor} is not supported; Orthoscope reads 1.0, 2.0 and 3.0")]
     NpyUnsupportedVersion { file: String, major: u8, minor: u8 },
     /// The .npy preamble or header runs past the end of the file.
-    #[error("{file}: .npy header truncated: {what} at offset {offset} runs past the end of the file ({file_len} bytes)")]
+    #[error(
+        "{file}: .npy header truncated: {what} at offset {offset} runs past the end of the file ({file_len} bytes)"
+    )]
     NpyTruncated { file: String, offset: u64, what: String, file_len: u64 },
     /// The .npy header is not the Python dict literal numpy writes.
     #[error("{file}: .npy header is not a valid numpy header dict: {reason}")]
@@ -309,7 +336,9 @@ pub enum FormatError {
     #[error("the files given are of different formats ({files}); give the files of one model only")]
     MixedFormats { files: String },
     /// Several files were given and none of them is a model file.
-    #[error("none of the files given is a model file Orthoscope reads (.safetensors, .gguf, .npy); ignored: {ignored}")]
+    #[error(
+        "none of the files given is a model file Orthoscope reads (.safetensors, .gguf, .npy); ignored: {ignored}"
+    )]
     NoModelFiles { ignored: String },
     /// Bytes could not be read.
     #[error(transparent)]

@@ -86,10 +86,8 @@ pub fn read_header(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, Fo
         Some(_) => return Err(bad("'shape' is not a tuple of integers".to_string())),
         None => return Err(bad("no 'shape' key".to_string())),
     };
-    let dtype = dtype_from_descr(&descr).ok_or_else(|| FormatError::NpyUnsupportedDtype {
-        file: name.clone(),
-        descr: descr.clone(),
-    })?;
+    let dtype = dtype_from_descr(&descr)
+        .ok_or_else(|| FormatError::NpyUnsupportedDtype { file: name.clone(), descr: descr.clone() })?;
     let bytes = shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))

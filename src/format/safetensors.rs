@@ -75,10 +75,7 @@ fn parse_entry(
         tensor: tensor.to_string(),
         reason: reason.to_string(),
     };
-    let dtype = entry
-        .get("dtype")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("missing or non-string \"dtype\""))?;
+    let dtype = entry.get("dtype").and_then(Value::as_str).ok_or_else(|| bad("missing or non-string \"dtype\""))?;
     let shape = entry
         .get("shape")
         .and_then(Value::as_array)
@@ -129,7 +126,12 @@ fn parse_entry(
         }
     };
     if abs_end > file_len {
-        return Err(FormatError::PastEof { file: name.to_string(), tensor: tensor.to_string(), end: abs_end, file_len });
+        return Err(FormatError::PastEof {
+            file: name.to_string(),
+            tensor: tensor.to_string(),
+            end: abs_end,
+            file_len,
+        });
     }
     Ok(TensorInfo { name: tensor.to_string(), dtype, shape, byte_range: (abs_start, abs_end), file })
 }

@@ -24,8 +24,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{gguf, npy, read_model, FormatError, ModelInfo, TensorInfo, MAX_HEADER_BYTES};
-use crate::error::Error;
-use crate::locate::{choose, locate, EMBEDDING_NAMES, EMBEDDING_SUFFIXES};
 use crate::source::ByteSource;
 
 /// Largest index or config.json read. Real indexes stay below ~10 MB even for models with tens of
@@ -82,15 +80,17 @@ pub struct ModelSet {
 impl ModelSet {
     /// The shard a tensor lives in when the index puts it in a file that was not given.
     pub fn missing_shard_for(&self, tensor: &str) -> Option<&str> {
-        self.weight_map
-            .get(tensor)
-            .map(String::as_str)
-            .filter(|shard| self.missing.iter().any(|m| m == shard))
+        self.weight_map.get(tensor).map(String::as_str).filter(|shard| self.missing.iter().any(|m| m == shard))
     }
 
     /// The set as one [`ModelInfo`], for [`locate`].
     pub fn model_info(&self) -> ModelInfo {
-        ModelInfo { format: self.format.clone(), tensors: self.tensors.clone(), vocab_size: self.vocab_size, vocab: self.vocab.clone() }
+        ModelInfo {
+            format: self.format.clone(),
+            tensors: self.tensors.clone(),
+            vocab_size: self.vocab_size,
+            vocab: self.vocab.clone(),
+        }
     }
 
     /// The files read, for messages: the file name for a single file (so single-file messages stay
@@ -101,30 +101,11 @@ impl ModelSet {
             [] => "the files given".to_string(),
             [one] => one.to_string(),
             many if many.len() <= 4 => many.join(", "),
-            many => format!("{}, … ({} files)", many.iter().take(3).copied().collect::<Vec<_>>().join(", "), many.len()),
+            many => {
+                format!("{}, … ({} files)", many.iter().take(3).copied().collect::<Vec<_>>().join(", "), many.len())
+            }
         }
     }
-
-    /// The most likely embedding among tensors the index puts in missing shards, with its shard and
-    /// its rank (see [`embedding_rank`]).
-    fn missing_embedding(&self) -> Option<(&str, &str, usize)> {
-        self.weight_map
-            .keys()
-            .filter_map(|tensor| {
-                let shard = self.missing_shard_for(tensor)?;
-                Some((tensor.as_str(), shard, embedding_rank(tensor)?))
-            })
-            .min_by_key(|&(_, _, rank)| rank)
-    }
-}
-
-/// How strongly a name says "token embedding": its place in [`EMBEDDING_NAMES`], after those the
-/// suffix matches, `None` for other names. Mirrors the order [`locate`] tries.
-fn embedding_rank(name: &str) -> Option<usize> {
-    EMBEDDING_NAMES
-        .iter()
-        .position(|n| *n == name)
-        .or_else(|| EMBEDDING_SUFFIXES.iter().any(|s| name.ends_with(s)).then_some(EMBEDDING_NAMES.len()))
 }
 
 /// The part of a source name after the last `/` or `\` (CLI sources are paths; the browser gives
@@ -179,7 +160,9 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
     let mut config_vocab = None;
     let mut have_config = false;
     for (i, role) in roles.iter().enumerate() {
-        let (Some(&source), Some(name)) = (sources.get(i), files.get(i)) else { continue };
+        let (Some(&source), Some(name)) = (sources.get(i), files.get(i)) else {
+            continue;
+        };
         match role {
             // One config.json is used; a second (from another folder) is ignored, not guessed at.
             Role::Config if !have_config => {
@@ -307,7 +290,9 @@ fn read_indexed(
     // Which source is which shard; two sources with one shard's name cannot both be it.
     let mut present: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, role) in roles.iter().enumerate() {
-        let (Role::Candidate, Some(name)) = (role, set.files.get(i)) else { continue };
+        let (Role::Candidate, Some(name)) = (role, set.files.get(i)) else {
+            continue;
+        };
         if !by_shard.contains_key(name.as_str()) {
             set.ignored.push(name.clone());
             continue;
@@ -325,7 +310,9 @@ fn read_indexed(
     shards.sort_by_key(|&(_, i)| i);
     let mut infos = Vec::with_capacity(shards.len());
     for (shard, i) in shards {
-        let Some(&source) = sources.get(i) else { continue };
+        let Some(&source) = sources.get(i) else {
+            continue;
+        };
         let info = read_model(source, i)?;
         let wanted = by_shard.get(shard).map(Vec::as_slice).unwrap_or(&[]);
         for tensor in wanted {
@@ -338,7 +325,8 @@ fn read_indexed(
             }
         }
         // Tensors the index puts elsewhere (or nowhere) are not this shard's to give.
-        set.tensors.extend(info.tensors.iter().filter(|t| weight_map.get(&t.name).is_some_and(|s| s == shard)).cloned());
+        set.tensors
+            .extend(info.tensors.iter().filter(|t| weight_map.get(&t.name).is_some_and(|s| s == shard)).cloned());
         infos.push((i, info));
     }
     set.weight_map = weight_map;
@@ -354,7 +342,9 @@ fn read_unindexed(
     let mut infos = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
     for (i, role) in roles.iter().enumerate() {
-        let (Role::Candidate, Some(&source), Some(name)) = (role, sources.get(i), set.files.get(i)) else { continue };
+        let (Role::Candidate, Some(&source), Some(name)) = (role, sources.get(i), set.files.get(i)) else {
+            continue;
+        };
         // A lone file is always read as a model, so it reports the reader's own error as before.
         if sources.len() > 1 && !looks_like_model(source, name)? {
             set.ignored.push(name.clone());
@@ -404,7 +394,9 @@ fn looks_like_model(source: &dyn ByteSource, name: &str) -> Result<bool, FormatE
     if head.starts_with(gguf::MAGIC) || head.starts_with(npy::MAGIC) {
         return Ok(true);
     }
-    let (Some(prefix), Some(&brace)) = (head.get(..8), head.get(8)) else { return Ok(false) };
+    let (Some(prefix), Some(&brace)) = (head.get(..8), head.get(8)) else {
+        return Ok(false);
+    };
     let mut len_bytes = [0u8; 8];
     len_bytes.copy_from_slice(prefix);
     let header_len = u64::from_le_bytes(len_bytes);
@@ -447,31 +439,6 @@ fn display_format(infos: &[(usize, ModelInfo)], files: &[String], missing: usize
         (n, 0) => format!("{} ({n} shards)", first.format),
         (n, m) => format!("{} ({n} of {} shards)", first.format, n + m),
     })
-}
-
-/// The tensor to analyse in a set: as [`choose`], but a tensor (or the embedding) that lives in a
-/// shard the index names and the user did not give is reported as [`Error::MissingShard`] instead
-/// of "not found" or a guess among the shards that were given.
-pub fn choose_in_set(set: &ModelSet, name: Option<&str>) -> Result<(TensorInfo, String), Error> {
-    let info = set.model_info();
-    let what = set.describe();
-    if let Some(name) = name {
-        if !set.tensors.iter().any(|t| t.name == name) {
-            if let Some(shard) = set.missing_shard_for(name) {
-                return Err(Error::MissingShard { tensor: name.to_string(), shard: shard.to_string() });
-            }
-        }
-        return choose(&info, Some(name), &what);
-    }
-    if let Some((tensor, shard, missing_rank)) = set.missing_embedding() {
-        // Only a better-named embedding among the given shards overrides the missing one.
-        let located = locate(&info);
-        let found_rank = located.embedding.and_then(|i| info.tensors.get(i)).and_then(|t| embedding_rank(&t.name));
-        if found_rank.is_none_or(|r| missing_rank < r) {
-            return Err(Error::MissingShard { tensor: tensor.to_string(), shard: shard.to_string() });
-        }
-    }
-    choose(&info, None, &what)
 }
 
 #[cfg(test)]

@@ -91,17 +91,9 @@ pub fn dots(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
             let two_b = j + 1 < nb;
             // Rows past the end are replaced by row i (or j) itself and their results discarded.
             let ra0 = &a[i * d..(i + 1) * d];
-            let ra1 = if two_a {
-                &a[(i + 1) * d..(i + 2) * d]
-            } else {
-                ra0
-            };
+            let ra1 = if two_a { &a[(i + 1) * d..(i + 2) * d] } else { ra0 };
             let rb0 = &b[j * d..(j + 1) * d];
-            let rb1 = if two_b {
-                &b[(j + 1) * d..(j + 2) * d]
-            } else {
-                rb0
-            };
+            let rb1 = if two_b { &b[(j + 1) * d..(j + 2) * d] } else { rb0 };
             let mut acc = [f32x4_splat(0.0); 4];
             let mut x = 0;
             // SAFETY: each of the four slices is exactly d long and x + 4 <= d.

@@ -149,13 +149,8 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
         c.run += 1;
         state.run.set(c.run);
         c.current = Some((source.clone(), files.clone()));
-        let request = Request::Analyze {
-            run: c.run,
-            source,
-            tensor,
-            seed: c.params.seed,
-            stop_after_rows: c.params.rows,
-        };
+        let request =
+            Request::Analyze { run: c.run, source, tensor, seed: c.params.seed, stop_after_rows: c.params.rows };
         c.client.send(request, files);
     });
 }

@@ -54,7 +54,13 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, h: &HistogramReport, mu: f64, eps: 
     let _ = plot(backend, h, mu, eps, title);
 }
 
-fn plot(backend: CanvasBackend, h: &HistogramReport, mu: f64, eps: f64, title: &str) -> Result<(), Box<dyn std::error::Error>> {
+fn plot(
+    backend: CanvasBackend,
+    h: &HistogramReport,
+    mu: f64,
+    eps: f64,
+    title: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
     let root = backend.into_drawing_area();
     root.fill(&WHITE)?;
     let total = h.pairs_in_histogram.max(1) as f64;

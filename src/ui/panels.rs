@@ -200,7 +200,14 @@ fn ResultCard(
         "indeterminate".to_string()
     };
     let estimate_note = match r.epsilon_ci {
-        Some([lo, hi]) => format!("estimate from {} of {} rows: 95 % interval [{}, {}], seed {}", r.rows_seen, r.rows, significant(lo, 4), significant(hi, 4), r.seed),
+        Some([lo, hi]) => format!(
+            "estimate from {} of {} rows: 95 % interval [{}, {}], seed {}",
+            r.rows_seen,
+            r.rows,
+            significant(lo, 4),
+            significant(hi, 4),
+            r.seed
+        ),
         None => format!("exact over all {} pairs", r.pairs),
     };
     let download = {
@@ -213,7 +220,10 @@ fn ResultCard(
         ("tensor", format!("{} ({})", r.tensor, r.tensor_reason)),
         ("file", format!("{} · {}", r.file, r.format)),
         ("dtype · V × d", format!("{} · {} × {}", r.dtype, r.rows, r.dim)),
-        ("rows dropped", format!("{} ({} zero, {} NaN/Inf)", r.rows_dropped, r.rows_dropped_zero, r.rows_dropped_nonfinite)),
+        (
+            "rows dropped",
+            format!("{} ({} zero, {} NaN/Inf)", r.rows_dropped, r.rows_dropped_zero, r.rows_dropped_nonfinite),
+        ),
         ("pairs", format!("{} ({})", r.pairs, if r.exact { "all" } else { "among rows seen" })),
         ("μ (mean cosine)", significant(r.mu, 5)),
         ("σ (population)", significant(r.sigma, 5)),
@@ -224,7 +234,10 @@ fn ResultCard(
         ("JL bound, C = 3.029", capacity_text(c.jl_c3029)),
         ("JL bound, C = 8", capacity_text(c.jl_c8)),
         ("class", class_text(r.class).to_string()),
-        ("tied embeddings", format!("{} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence)),
+        (
+            "tied embeddings",
+            format!("{} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence),
+        ),
         ("time", format!("{:.0} ms ({} kernel)", r.timing_ms, r.kernel)),
     ];
     view! {

@@ -54,7 +54,10 @@ impl WorkerClient {
             Ok(w) => w,
             Err(e) => {
                 let handler = self.inner.borrow().handler.clone();
-                handler(Envelope { run: 0, response: Response::Failed { message: format!("could not start the analysis worker: {e:?}") } });
+                handler(Envelope {
+                    run: 0,
+                    response: Response::Failed { message: format!("could not start the analysis worker: {e:?}") },
+                });
                 return;
             }
         };
@@ -81,7 +84,10 @@ impl WorkerClient {
             let Some(inner) = weak.upgrade() else { return };
             let detail = event.dyn_ref::<ErrorEvent>().map(|e| e.message()).unwrap_or_default();
             let handler = inner.borrow().handler.clone();
-            handler(Envelope { run: 0, response: Response::Failed { message: format!("the analysis worker failed: {detail}") } });
+            handler(Envelope {
+                run: 0,
+                response: Response::Failed { message: format!("the analysis worker failed: {detail}") },
+            });
             // Replace the broken worker so the next file works.
             WorkerClient { inner }.restart();
         });
@@ -118,7 +124,10 @@ impl WorkerClient {
         if let Err(e) = worker.post_message(&message) {
             drop(inner);
             let handler = self.inner.borrow().handler.clone();
-            handler(Envelope { run: 0, response: Response::Failed { message: format!("could not reach the analysis worker: {e:?}") } });
+            handler(Envelope {
+                run: 0,
+                response: Response::Failed { message: format!("could not reach the analysis worker: {e:?}") },
+            });
         }
     }
 

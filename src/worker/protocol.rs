@@ -42,7 +42,9 @@ pub enum Response {
     Opened(Opened),
     Progress(Progress),
     Done(Report),
-    Failed { message: String },
+    Failed {
+        message: String,
+    },
 }
 
 /// A response tagged with the run it belongs to (0 for `Ready`).
