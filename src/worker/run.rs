@@ -18,7 +18,7 @@ use crate::source::{ByteSource, SliceSource};
 use crate::synth;
 
 thread_local! {
-    /// Bumped by every new request; a running loop that sees a newer generation stops.
+    /// The run id of the latest request; a running loop that sees another id stops.
     static GENERATION: Cell<u64> = const { Cell::new(0) };
     static STOP_EARLY: Cell<bool> = const { Cell::new(false) };
     /// The last generated demo, so switching tensors does not regenerate it.
