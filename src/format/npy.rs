@@ -132,7 +132,7 @@ enum Py {
 fn parse_dict(text: &[u8]) -> Result<Vec<(String, Py)>, String> {
     let mut p = Lexer { s: text, i: 0 };
     p.ws();
-    p.expect(b'{')?;
+    p.expect_byte(b'{')?;
     let mut out = Vec::new();
     loop {
         p.ws();
@@ -141,7 +141,7 @@ fn parse_dict(text: &[u8]) -> Result<Vec<(String, Py)>, String> {
         }
         let key = p.string()?;
         p.ws();
-        p.expect(b':')?;
+        p.expect_byte(b':')?;
         p.ws();
         let value = p.value()?;
         out.push((key, value));
@@ -149,7 +149,7 @@ fn parse_dict(text: &[u8]) -> Result<Vec<(String, Py)>, String> {
         if p.eat(b',') {
             continue;
         }
-        p.expect(b'}')?;
+        p.expect_byte(b'}')?;
         break;
     }
     p.ws();
@@ -181,7 +181,7 @@ impl Lexer<'_> {
             false
         }
     }
-    fn expect(&mut self, c: u8) -> Result<(), String> {
+    fn expect_byte(&mut self, c: u8) -> Result<(), String> {
         if self.eat(c) {
             Ok(())
         } else {
@@ -237,7 +237,7 @@ impl Lexer<'_> {
     }
     /// `()`, `(n,)`, `(n, m, …)`; Python 2 headers may suffix integers with `L`.
     fn tuple(&mut self) -> Result<Py, String> {
-        self.expect(b'(')?;
+        self.expect_byte(b'(')?;
         let mut dims = Vec::new();
         loop {
             self.ws();
@@ -262,7 +262,7 @@ impl Lexer<'_> {
             if self.eat(b',') {
                 continue;
             }
-            self.expect(b')')?;
+            self.expect_byte(b')')?;
             break;
         }
         Ok(Py::Tuple(dims))

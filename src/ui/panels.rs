@@ -162,28 +162,55 @@ fn capacity_text(log10: f64) -> String {
     format!("{} (log10 {:.2})", scientific_from_log10(log10), log10)
 }
 
-/// The testing-contract element (`data-testid="report"`) and the result card.
+/// The testing-contract element (`shared/design.md`): `data-testid="report"` with `data-status`,
+/// `data-run` and, once done, `data-report` = the Report as JSON. The full page and the embed card
+/// both render their result inside it.
+#[component]
+fn ContractReport(
+    /// Page state.
+    state: State,
+    /// CSS class of the section.
+    class: &'static str,
+    /// What is shown inside.
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <section
+            class=class
+            data-testid="report"
+            data-status=move || state.status.get().as_str()
+            data-run=move || state.run.get().to_string()
+            data-report=move || state.report.get().and_then(|r| serde_json::to_string(&r).ok())
+        >
+            {children()}
+        </section>
+    }
+}
+
+/// The result card of the full page, or the error.
 #[component]
 pub fn ReportPanel(
     /// Page state.
     state: State,
 ) -> impl IntoView {
-    let json = move || state.report.get().and_then(|r| serde_json::to_string(&r).ok());
     view! {
-        <section
-            class="report"
-            data-testid="report"
-            data-status=move || state.status.get().as_str()
-            data-run=move || state.run.get().to_string()
-            data-report=json
-        >
+        <ContractReport state=state class="report">
             {move || match state.status.get() {
                 Status::Error => view! { <p class="error" data-testid="error">{state.message.get()}</p> }.into_any(),
                 Status::Cancelled => view! { <p class="note">{state.message.get()}</p> }.into_any(),
                 Status::Done => state.report.get().map(|r| view! { <ResultCard report=r /> }.into_any()).unwrap_or_else(|| ().into_any()),
                 _ => ().into_any(),
             }}
-        </section>
+        </ContractReport>
+    }
+}
+
+/// The headline capacity (paper Eq. 7), or "indeterminate" where the paper prints that.
+fn headline_capacity(r: &Report) -> String {
+    if r.capacity_determinate {
+        scientific_from_log10(r.log10_capacity.adjusted_full)
+    } else {
+        "indeterminate".to_string()
     }
 }
 
@@ -194,11 +221,7 @@ fn ResultCard(
     report: Report,
 ) -> impl IntoView {
     let r = report;
-    let headline = if r.capacity_determinate {
-        scientific_from_log10(r.log10_capacity.adjusted_full)
-    } else {
-        "indeterminate".to_string()
-    };
+    let headline = headline_capacity(&r);
     let estimate_note = match r.epsilon_ci {
         Some([lo, hi]) => format!(
             "estimate from {} of {} rows: 95 % interval [{}, {}], seed {}",
@@ -283,16 +306,10 @@ pub fn EmbedCard(
     state: State,
 ) -> impl IntoView {
     view! {
-        <section
-            class="embed"
-            data-testid="report"
-            data-status=move || state.status.get().as_str()
-            data-run=move || state.run.get().to_string()
-            data-report=move || state.report.get().and_then(|r| serde_json::to_string(&r).ok())
-        >
+        <ContractReport state=state class="embed">
             {move || match (state.status.get(), state.report.get()) {
                 (Status::Done, Some(r)) => {
-                    let capacity = if r.capacity_determinate { scientific_from_log10(r.log10_capacity.adjusted_full) } else { "indeterminate".into() };
+                    let capacity = headline_capacity(&r);
                     view! {
                         <div class="embed-card">
                             <p class="embed-title">{format!("{} · {} × {}", r.tensor, r.rows, r.dim)}</p>
@@ -306,6 +323,6 @@ pub fn EmbedCard(
                 (Status::Error, _) => view! { <p class="error">{state.message.get()}</p> }.into_any(),
                 _ => view! { <p>"Analysing…"</p> }.into_any(),
             }}
-        </section>
+        </ContractReport>
     }
 }
