@@ -11,8 +11,8 @@
 
 use half::f16;
 
-use super::DecodeError;
 use super::DType;
+use super::DecodeError;
 
 /// Whether `dtype` is one of the ggml block-quantised types this module decodes.
 pub fn is_quantised(dtype: &DType) -> bool {
