@@ -68,6 +68,9 @@ pub struct Progress {
     /// Running ε and its standard error, once the pass has begun.
     pub epsilon: Option<f64>,
     pub epsilon_se: Option<f64>,
+    /// Bytes pulled over the network so far (models opened by URL; set by the worker).
+    #[serde(default)]
+    pub bytes_fetched: Option<u64>,
 }
 
 /// What the caller needs to know about the file besides the tensor.
@@ -407,6 +410,7 @@ impl Analysis {
             rows: self.rows,
             epsilon: running.as_ref().map(|r| r.1),
             epsilon_se: running.and_then(|r| r.2),
+            bytes_fetched: None,
         }
     }
 
@@ -463,6 +467,8 @@ impl Analysis {
             tied: None,
             tied_evidence: String::new(),
             caveat: CAPACITY_CAVEAT.to_string(),
+            source_url: None,
+            bytes_fetched: None,
         })
     }
 

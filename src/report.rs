@@ -106,6 +106,13 @@ pub struct Report {
     #[serde(default)]
     pub tied_evidence: String,
     pub caveat: String,
+    /// The address the model was read from, when it was opened by URL (`?url=`, `?hf=`): a
+    /// permalink carries it so a reader can run the analysis again.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub source_url: Option<String>,
+    /// Bytes pulled over the network for a model opened by URL (header reads and the rows).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub bytes_fetched: Option<u64>,
 }
 
 /// The unembedding's cosine statistics, shown beside the paper's ε but never as it.
