@@ -14,6 +14,7 @@ pub mod format;
 pub mod job;
 pub mod kernel;
 pub mod locate;
+pub mod paper;
 pub mod permalink;
 pub mod plan;
 pub mod report;

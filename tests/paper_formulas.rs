@@ -354,3 +354,32 @@ fn full_form_ceiling_keeps_small_capacities_whole_numbers() {
         assert!((kk - kk.round()).abs() < 1e-6 * kk, "k = {kk} at d={d}, ε={eps} is not a whole number");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The crate's copy of Table 1 (`orthoscope::paper::TABLE1`), row by row against this transcription
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn crate_table1_matches_paper_md_section_5_row_by_row() {
+    use orthoscope::paper::TABLE1;
+    assert_eq!(TABLE1.len(), TABLE_1.len(), "row count of orthoscope::paper::TABLE1");
+    let mut failures = Vec::new();
+    for (i, (got, want)) in TABLE1.iter().zip(TABLE_1).enumerate() {
+        if got.name != want.name || got.d_model != want.d || got.epsilon != want.eps || got.capacity != want.capacity {
+            failures.push(format!(
+                "row {i}: expected {} d={} ε={:.5} capacity={:?}\n        got      {} d={} ε={:.5} capacity={:?}",
+                want.name, want.d, want.eps, want.capacity, got.name, got.d_model, got.epsilon, got.capacity
+            ));
+        }
+        // The class is derived from ε, never stored: it must agree with the capacity column.
+        let want_class = if want.capacity.is_some() { Class::Two } else { Class::One };
+        if class(got.epsilon) != want_class {
+            failures.push(format!(
+                "row {i} {}: class(ε) = {:?}, expected {want_class:?}",
+                got.name,
+                class(got.epsilon)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "orthoscope::paper::TABLE1 differs from paper.md §5:\n{}", failures.join("\n"));
+}
