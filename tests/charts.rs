@@ -317,9 +317,24 @@ fn markers_off_the_zoom_range_are_noted_with_an_arrow() {
     assert!(text.notes.iter().any(|n| n.starts_with("μ = ") && n.contains("right of this range")), "{:?}", text.notes);
     let els = parse(&svg);
     assert!(texts(&els).iter().any(|t| t.text.contains("→ right of range")), "legend says where ε went");
-    let arrows = els.iter().filter(|e| e.tag == "polygon" && e.a("fill") == hex(theme.epsilon)).count();
-    assert_eq!(arrows, 1, "one ε arrowhead at the edge");
     let fr = frame(&els, &theme);
+    let arrows: Vec<&El> = els.iter().filter(|e| e.tag == "polygon" && e.a("fill") == hex(theme.epsilon)).collect();
+    assert_eq!(arrows.len(), 1, "one ε arrowhead at the edge");
+    let tip = arrows[0].points();
+    assert!(tip.iter().all(|p| p.1 < fr.1 && p.0 <= fr.2 && p.0 > fr.0), "arrow above the frame's corner: {tip:?}");
+    // μ, the first marker, takes the corner; ε sits just inwards of it, pointing the same way.
+    let mu: Vec<&El> = els.iter().filter(|e| e.tag == "polygon" && e.a("fill") == hex(theme.mu)).collect();
+    assert_eq!(mu.len(), 1, "one μ arrowhead");
+    assert!(mu[0].points().iter().any(|p| p.0 == fr.2), "μ arrow points at the right edge: {:?}", mu[0].points());
+    let tip_x = tip.iter().map(|p| p.0).fold(f64::MIN, f64::max);
+    assert!(tip.iter().filter(|p| p.0 == tip_x).count() == 1, "ε arrow points right: {tip:?}");
+    // Each arrow is clear of every text.
+    for t in texts(&els) {
+        let b = text_box(t);
+        let (x0, y0) = tip.iter().fold((f64::MAX, f64::MAX), |a, p| (a.0.min(p.0), a.1.min(p.1)));
+        let (x1, y1) = tip.iter().fold((f64::MIN, f64::MIN), |a, p| (a.0.max(p.0), a.1.max(p.1)));
+        assert!(!overlap(b, (x0, y0, x1, y1)), "arrow {tip:?} on text {:?}", t.text);
+    }
     assert!(vertical_x(&els, &hex(theme.epsilon), fr).is_none(), "no ε line inside the zoom");
     assert_clean(&svg, &theme, (520.0, 320.0), 11.0, &[]);
 }

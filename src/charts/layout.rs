@@ -35,6 +35,10 @@ const GAP: f64 = 4.0;
 const TICK: f64 = 4.0;
 const SWATCH: f64 = 18.0;
 const ITEM_SPACING: f64 = 14.0;
+/// Off-range arrowheads: half-height, and the height of their centre above the frame (CSS px). The
+/// strip above the frame is half a tick line plus a gap (≈ 11 px) tall.
+const ARROW_HALF: f64 = 4.0;
+const ARROW_ABOVE: f64 = 6.0;
 /// The plot frame must be at least this big (CSS px), or the chart reports `TooSmall`.
 pub const MIN_PLOT_WIDTH: f64 = 60.0;
 pub const MIN_PLOT_HEIGHT: f64 = 40.0;
@@ -419,8 +423,10 @@ pub enum Side {
     Right,
 }
 
-/// A small arrowhead just inside the frame's top corner on `side`, the `slot`-th from the top, for a
-/// marker whose value lies off the visible range.
+/// A small arrowhead in the strip just above the frame, at its `side` corner pointing outwards (the
+/// `slot`-th, moving inwards), for a marker whose value lies off the visible range. The strip holds
+/// only the upper half of the top y tick label, which sits left of the frame, so the arrow covers
+/// neither data nor text.
 pub fn draw_off_range_arrow<DB: DrawingBackend>(
     pen: &Pen<DB>,
     f: &Frame,
@@ -429,11 +435,18 @@ pub fn draw_off_range_arrow<DB: DrawingBackend>(
     colour: RGBColor,
 ) -> Result<(), ChartError> {
     let s = pen.s;
-    let size = s.len(7.0).max(3);
-    let y = f.top + s.len(6.0) + slot * (size * 2 + s.len(3.0));
+    let half = s.len(ARROW_HALF).max(2);
+    let y = f.top - s.len(ARROW_ABOVE);
+    let step = slot * (2 * half + s.len(3.0));
     let pts = match side {
-        Side::Right => [(f.right - 2, y), (f.right - 2 - size, y - size), (f.right - 2 - size, y + size)],
-        Side::Left => [(f.left + 2, y), (f.left + 2 + size, y - size), (f.left + 2 + size, y + size)],
+        Side::Right => {
+            let tip = f.right - step;
+            [(tip, y), (tip - 2 * half, y - half), (tip - 2 * half, y + half)]
+        }
+        Side::Left => {
+            let tip = f.left + step;
+            [(tip, y), (tip + 2 * half, y - half), (tip + 2 * half, y + half)]
+        }
     };
     pen.triangle(pts, colour)
 }
