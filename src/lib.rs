@@ -8,6 +8,7 @@
 //! about the browser.
 
 pub mod analysis;
+pub mod charts;
 pub mod error;
 pub mod estimate;
 pub mod format;

@@ -1,0 +1,563 @@
+//! `orthoscope::charts` rendered to SVG and read back: markers and their colours, legends outside the
+//! plot, no overlapping text at phone and HiDPI sizes, off-range markers noted, degenerate data
+//! (identical rows, empty histograms) drawn sensibly, themes, overlays, alt text; the sensitivity
+//! charts (`shared/paper.md` §2, §7) monotone and naming their formulas. Histograms come from real
+//! analyses of generated matrices. Set ORTHOSCOPE_CHART_DIR=some/dir to also write the SVGs there
+//! for a look.
+
+use std::collections::HashMap;
+
+use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::charts::{
+    capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, ChartError, ChartText,
+    HistogramChart, HistogramSeries, Marker, Theme, FORMULA_NAMES,
+};
+use orthoscope::format::{read_model, DType};
+use orthoscope::locate::choose;
+use orthoscope::paper::random_init_bin_fractions;
+use orthoscope::report::{significant, HistogramReport, Report};
+use orthoscope::source::SliceSource;
+use orthoscope::synth::{class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
+use plotters::prelude::{IntoDrawingArea, SVGBackend};
+
+// ---------------------------------------------------------------------------------------------
+// Real reports
+// ---------------------------------------------------------------------------------------------
+
+fn report_with(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Report {
+    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::F32, rows, dim, values)]);
+    let source = SliceSource::new("generated.safetensors", bytes);
+    let model = read_model(&source, 0).expect("generated file parses");
+    let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
+    let origin = Origin { file: "generated.safetensors".into(), format: model.format.clone(), tensor_reason: reason };
+    Analysis::new(Box::new(source), tensor, origin, config)
+        .expect("analysis set up")
+        .run(&mut |_| {})
+        .expect("analysis runs")
+        .report(0.0)
+        .expect("report")
+}
+
+fn report(values: &[f32], rows: usize, dim: usize) -> Report {
+    report_with(values, rows, dim, AnalysisConfig::default())
+}
+
+fn trained() -> Report {
+    report(&trained_like(1200, 64, 7), 1200, 64)
+}
+
+/// Every row the same vector: every cosine is 1.
+fn identical_rows() -> Report {
+    let row: Vec<f32> = (0..32).map(|j| (j as f32 * 0.37).sin() + 0.1).collect();
+    let values: Vec<f32> = (0..300).flat_map(|_| row.iter().copied()).collect();
+    report(&values, 300, 32)
+}
+
+fn empty_histogram() -> HistogramReport {
+    let edges: Vec<f64> = (0..=300).map(|i| -1.0 + 2.0 * i as f64 / 300.0).collect();
+    HistogramReport {
+        lo: -1.0,
+        hi: 1.0,
+        edges,
+        counts: vec![0; 300],
+        below: 0,
+        above: 0,
+        pairs_in_histogram: 0,
+        rows_in_histogram: 1,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading SVG back
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct El {
+    tag: String,
+    attrs: HashMap<String, String>,
+    text: String,
+}
+
+impl El {
+    fn f(&self, key: &str) -> f64 {
+        self.attrs.get(key).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+    }
+    fn a(&self, key: &str) -> &str {
+        self.attrs.get(key).map(String::as_str).unwrap_or("")
+    }
+    fn points(&self) -> Vec<(f64, f64)> {
+        self.a("points")
+            .split_whitespace()
+            .filter_map(|p| p.split_once(','))
+            .map(|(x, y)| (x.parse().unwrap_or(f64::NAN), y.parse().unwrap_or(f64::NAN)))
+            .collect()
+    }
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
+}
+
+/// The elements of a plotters SVG (one tag per `<`, attributes `key="value"`, text content).
+fn parse(svg: &str) -> Vec<El> {
+    let mut out = Vec::new();
+    for chunk in svg.split('<').skip(1) {
+        if chunk.starts_with('/') {
+            continue;
+        }
+        let (head, rest) = chunk.split_once('>').unwrap_or((chunk, ""));
+        let head = head.trim_end_matches('/');
+        let (tag, mut attrs_src) = head.split_once(char::is_whitespace).unwrap_or((head, ""));
+        let mut attrs = HashMap::new();
+        while let Some((k, after)) = attrs_src.split_once("=\"") {
+            let (v, after) = after.split_once('"').unwrap_or((after, ""));
+            attrs.insert(k.trim().to_string(), unescape(v));
+            attrs_src = after;
+        }
+        out.push(El { tag: tag.to_string(), attrs, text: unescape(rest.trim()) });
+    }
+    out
+}
+
+/// A text's box from its anchor, as the charts' layout estimates it (0.6 em per character, 1.2 em
+/// line): (x0, y0, x1, y1).
+fn text_box(e: &El) -> (f64, f64, f64, f64) {
+    let (x, y, fs) = (e.f("x"), e.f("y"), e.f("font-size"));
+    let w = e.text.chars().count() as f64 * 0.6 * fs;
+    let (x0, x1) = match e.a("text-anchor") {
+        "middle" => (x - w / 2.0, x + w / 2.0),
+        "end" => (x - w, x),
+        _ => (x, x + w),
+    };
+    let (y0, y1) = match e.a("dy") {
+        "0.76em" => (y, y + 1.2 * fs),
+        "0.5ex" => (y - 0.6 * fs, y + 0.6 * fs),
+        _ => (y - 1.2 * fs, y),
+    };
+    (x0, y0, x1, y1)
+}
+
+fn overlap(a: (f64, f64, f64, f64), b: (f64, f64, f64, f64)) -> bool {
+    a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+}
+
+/// The plot frame: the one unfilled rectangle in the frame colour.
+fn frame(els: &[El], theme: &Theme) -> (f64, f64, f64, f64) {
+    let frames: Vec<&El> =
+        els.iter().filter(|e| e.tag == "rect" && e.a("fill") == "none" && e.a("stroke") == hex(theme.frame)).collect();
+    assert_eq!(frames.len(), 1, "expected one plot frame, found {}", frames.len());
+    let f = frames[0];
+    (f.f("x"), f.f("y"), f.f("x") + f.f("width"), f.f("y") + f.f("height"))
+}
+
+fn texts(els: &[El]) -> Vec<&El> {
+    els.iter().filter(|e| e.tag == "text").collect()
+}
+
+/// Polylines in a colour.
+fn lines_in<'a>(els: &'a [El], colour: &str) -> Vec<&'a El> {
+    els.iter().filter(|e| e.tag == "polyline" && e.a("stroke") == colour).collect()
+}
+
+/// Every polyline of this colour on the plot (legend swatches excluded) is one vertical segment at
+/// the same x: returns that x.
+fn vertical_x(els: &[El], colour: &str, fr: (f64, f64, f64, f64)) -> Option<f64> {
+    let lines: Vec<&El> =
+        lines_in(els, colour).into_iter().filter(|l| l.points().iter().all(|p| p.1 >= fr.1 - 0.5)).collect();
+    let xs: Vec<f64> = lines.iter().flat_map(|l| l.points()).map(|p| p.0).collect();
+    let first = *xs.first()?;
+    xs.iter().all(|&x| x == first).then_some(first)
+}
+
+/// Checks that hold for every chart: inside the canvas, no two texts overlap, no text inside the
+/// frame except `inside_ok`, fonts at least `min_font`, no NaN anywhere.
+fn assert_clean(svg: &str, theme: &Theme, size: (f64, f64), min_font: f64, inside_ok: &[&str]) {
+    assert!(!svg.contains("NaN") && !svg.contains("inf"), "SVG holds NaN/inf:\n{svg}");
+    let els = parse(svg);
+    let fr = frame(&els, theme);
+    let ts = texts(&els);
+    assert!(!ts.is_empty(), "no text drawn");
+    for (i, a) in ts.iter().enumerate() {
+        let ba = text_box(a);
+        assert!(a.f("font-size") >= min_font, "text {:?} at {} px, below {min_font}", a.text, a.f("font-size"));
+        assert!(
+            ba.0 >= -0.5 && ba.1 >= -0.5 && ba.2 <= size.0 + 0.5 && ba.3 <= size.1 + 0.5,
+            "text {:?} box {ba:?} leaves the {size:?} canvas",
+            a.text
+        );
+        if !inside_ok.contains(&a.text.as_str()) {
+            let inner = (fr.0 + 1.0, fr.1 + 1.0, fr.2 - 1.0, fr.3 - 1.0);
+            assert!(!overlap(ba, inner), "text {:?} box {ba:?} lies on the plot {fr:?}", a.text);
+        }
+        for b in ts.iter().skip(i + 1) {
+            assert!(!overlap(ba, text_box(b)), "texts overlap: {:?} {ba:?} and {:?} {:?}", a.text, b.text, text_box(b));
+        }
+    }
+}
+
+fn write_for_eyes(name: &str, svg: &str) {
+    if let Ok(dir) = std::env::var("ORTHOSCOPE_CHART_DIR") {
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(format!("{dir}/{name}.svg"), svg);
+    }
+}
+
+fn svg_of(chart: &HistogramChart, theme: &Theme, w: u32, h: u32, name: &str) -> (String, ChartText) {
+    let (svg, text) = histogram_svg(chart, theme, w, h).expect("histogram draws");
+    write_for_eyes(name, &svg);
+    (svg, text)
+}
+
+/// y tick labels: right-aligned texts left of the frame.
+fn y_tick_labels(els: &[El], fr: (f64, f64, f64, f64)) -> Vec<String> {
+    texts(els).into_iter().filter(|t| t.a("text-anchor") == "end" && t.f("x") < fr.0).map(|t| t.text.clone()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Histograms
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn mu_and_epsilon_are_vertical_lines_in_their_colours_at_their_values() {
+    let r = trained();
+    let theme = Theme::light();
+    let chart = HistogramChart::from_report(&r, false);
+    let (svg, _) = svg_of(&chart, &theme, 520, 320, "trained_full_light");
+    let els = parse(&svg);
+    let fr = frame(&els, &theme);
+    let map = |x: f64| fr.0 + (x + 1.0) / 2.0 * (fr.2 - fr.0);
+    let eps_x = vertical_x(&els, &hex(theme.epsilon), fr).expect("ε drawn as one vertical line");
+    let mu_x = vertical_x(&els, &hex(theme.mu), fr).expect("μ drawn as vertical dashes");
+    assert!((eps_x - map(r.epsilon)).abs() <= 1.0, "ε line at x = {eps_x}, expected {}", map(r.epsilon));
+    assert!((mu_x - map(r.mu)).abs() <= 1.0, "μ line at x = {mu_x}, expected {}", map(r.mu));
+    assert!(lines_in(&els, &hex(theme.mu)).len() > 3, "μ is dashed: several segments");
+    // ε spans the frame from bottom to top.
+    let eps: Vec<&El> =
+        lines_in(&els, &hex(theme.epsilon)).into_iter().filter(|l| l.points().iter().all(|p| p.1 >= fr.1)).collect();
+    let ys: Vec<f64> = eps.iter().flat_map(|l| l.points()).map(|p| p.1).collect();
+    let (lo, hi) = ys.iter().fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
+    assert!((lo - fr.1).abs() <= 1.0 && (hi - fr.3).abs() <= 1.0, "ε line spans {lo}..{hi}, frame {fr:?}");
+    // The series is one step polyline in palette colour 0.
+    let steps = lines_in(&els, &hex(theme.series[0])).into_iter().filter(|l| l.points().len() > 10).count();
+    assert_eq!(steps, 1, "one step outline");
+}
+
+#[test]
+fn legend_entries_sit_above_the_plot_and_nothing_overlaps() {
+    let r = trained();
+    let theme = Theme::light();
+    let chart = HistogramChart::from_report(&r, false).with_random_init(r.dim);
+    let (svg, _) = svg_of(&chart, &theme, 520, 320, "trained_full_reference");
+    let els = parse(&svg);
+    let fr = frame(&els, &theme);
+    let labels = [chart.series[0].label.clone(), chart.markers[0].label.clone(), chart.markers[1].label.clone()];
+    for label in &labels {
+        let t =
+            texts(&els).into_iter().find(|t| &t.text == label).unwrap_or_else(|| panic!("legend {label:?} missing"));
+        let b = text_box(t);
+        assert!(b.3 <= fr.1, "legend {label:?} box {b:?} reaches into the plot starting at y = {}", fr.1);
+    }
+    assert!(texts(&els).iter().any(|t| t.text.starts_with("random init, d = 64")), "reference legend");
+    assert_clean(&svg, &theme, (520.0, 320.0), 11.0, &[]);
+}
+
+#[test]
+fn readable_and_overlap_free_at_375_px_and_on_hidpi() {
+    let r = trained();
+    let theme = Theme::light();
+    for zoom in [false, true] {
+        let chart = HistogramChart::from_report(&r, zoom).with_random_init(r.dim);
+        // Phone width, CSS pixels (the SVG export).
+        let (svg, _) = svg_of(&chart, &theme, 375, 280, &format!("phone_zoom_{zoom}"));
+        assert_clean(&svg, &theme, (375.0, 280.0), 11.0, &[]);
+        // The same on a 3× screen through the generic entry point (device pixels, scale 3). plotters'
+        // SVG backend writes font-size = size/1.24, so 12 CSS px × 3 shows as 29 here (36 on canvas).
+        let (w, h) = (375 * 3, 280 * 3);
+        let mut svg = String::new();
+        {
+            let area = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+            draw_histogram(&area, &chart, &theme, 3.0).expect("draws at scale 3");
+            area.present().expect("present");
+        }
+        write_for_eyes(&format!("phone_x3_zoom_{zoom}"), &svg);
+        assert_clean(&svg, &theme, (w as f64, h as f64), 11.0 * 3.0 / 1.24, &[]);
+    }
+}
+
+#[test]
+fn x_axis_title_sits_below_the_tick_labels() {
+    let r = trained();
+    let theme = Theme::light();
+    for (w, h) in [(375, 260), (520, 300), (900, 500)] {
+        let (svg, _) = svg_of(&HistogramChart::from_report(&r, false), &theme, w, h, "x_title");
+        let els = parse(&svg);
+        let title = texts(&els).into_iter().find(|t| t.text == "cosine similarity (unitless)").expect("x title");
+        let fr = frame(&els, &theme);
+        let ticks: Vec<&El> = texts(&els)
+            .into_iter()
+            .filter(|t| t.a("text-anchor") == "middle" && t.f("y") > fr.3 && t.text != title.text)
+            .collect();
+        assert!(ticks.len() >= 3, "{w}×{h}: x tick labels {ticks:?}");
+        assert!(ticks.iter().any(|t| t.text == "0" || t.text == "0.0"), "{w}×{h}: a 0 tick: {ticks:?}");
+        let lowest_tick = ticks.iter().map(|t| text_box(t).3).fold(f64::MIN, f64::max);
+        assert!(text_box(title).1 >= lowest_tick, "{w}×{h}: x title overlaps the tick labels");
+    }
+}
+
+#[test]
+fn markers_off_the_zoom_range_are_noted_with_an_arrow() {
+    // Class 1-like: μ ≈ 0.3 and ε further right, both outside the zoom [−0.2, 0.2].
+    let r = report(&class1_like(800, 48, 3), 800, 48);
+    assert!(r.mu > 0.2 && r.epsilon > 0.2, "fixture: μ = {}, ε = {}", r.mu, r.epsilon);
+    let theme = Theme::light();
+    let chart = HistogramChart::from_report(&r, true);
+    let (svg, text) = svg_of(&chart, &theme, 520, 320, "class1_zoom");
+    let eps_note = text.notes.iter().find(|n| n.starts_with("ε = ") && n.contains("right of this range"));
+    assert!(eps_note.is_some(), "notes: {:?}", text.notes);
+    assert!(text.notes.iter().any(|n| n.starts_with("μ = ") && n.contains("right of this range")), "{:?}", text.notes);
+    let els = parse(&svg);
+    assert!(texts(&els).iter().any(|t| t.text.contains("→ right of range")), "legend says where ε went");
+    let fr = frame(&els, &theme);
+    let arrows: Vec<&El> = els.iter().filter(|e| e.tag == "polygon" && e.a("fill") == hex(theme.epsilon)).collect();
+    assert_eq!(arrows.len(), 1, "one ε arrowhead at the edge");
+    let tip = arrows[0].points();
+    assert!(tip.iter().all(|p| p.1 < fr.1 && p.0 <= fr.2 && p.0 > fr.0), "arrow above the frame's corner: {tip:?}");
+    // μ, the first marker, takes the corner; ε sits just inwards of it, pointing the same way.
+    let mu: Vec<&El> = els.iter().filter(|e| e.tag == "polygon" && e.a("fill") == hex(theme.mu)).collect();
+    assert_eq!(mu.len(), 1, "one μ arrowhead");
+    assert!(mu[0].points().iter().any(|p| p.0 == fr.2), "μ arrow points at the right edge: {:?}", mu[0].points());
+    let tip_x = tip.iter().map(|p| p.0).fold(f64::MIN, f64::max);
+    assert!(tip.iter().filter(|p| p.0 == tip_x).count() == 1, "ε arrow points right: {tip:?}");
+    // Each arrow is clear of every text.
+    for t in texts(&els) {
+        let b = text_box(t);
+        let (x0, y0) = tip.iter().fold((f64::MAX, f64::MAX), |a, p| (a.0.min(p.0), a.1.min(p.1)));
+        let (x1, y1) = tip.iter().fold((f64::MIN, f64::MIN), |a, p| (a.0.max(p.0), a.1.max(p.1)));
+        assert!(!overlap(b, (x0, y0, x1, y1)), "arrow {tip:?} on text {:?}", t.text);
+    }
+    assert!(vertical_x(&els, &hex(theme.epsilon), fr).is_none(), "no ε line inside the zoom");
+    assert_clean(&svg, &theme, (520.0, 320.0), 11.0, &[]);
+}
+
+#[test]
+fn identical_rows_give_distinct_y_ticks_and_an_explained_empty_zoom() {
+    let r = identical_rows();
+    assert!((r.mu - 1.0).abs() < 1e-6, "fixture: every cosine is 1, μ = {}", r.mu);
+    let theme = Theme::light();
+    let (svg, _) = svg_of(&HistogramChart::from_report(&r, false), &theme, 520, 300, "identical_full");
+    let els = parse(&svg);
+    let labels = y_tick_labels(&els, frame(&els, &theme));
+    let mut uniq = labels.clone();
+    uniq.dedup();
+    assert_eq!(uniq, labels, "repeated y tick labels: {labels:?}");
+    assert!(labels.len() >= 3 && labels.contains(&"100".to_string()), "one spike at 100 %: {labels:?}");
+    assert_clean(&svg, &theme, (520.0, 300.0), 11.0, &[]);
+
+    let (svg, text) = svg_of(&HistogramChart::from_report(&r, true), &theme, 520, 300, "identical_zoom");
+    assert!(text.notes.iter().any(|n| n.starts_with("All ") && n.contains("outside")), "notes: {:?}", text.notes);
+    let els = parse(&svg);
+    let labels = y_tick_labels(&els, frame(&els, &theme));
+    let mut uniq = labels.clone();
+    uniq.dedup();
+    assert!(labels.len() >= 3 && uniq == labels, "empty zoom y ticks: {labels:?}");
+    assert!(texts(&els).iter().any(|t| t.text == "all pairs lie outside this range"));
+    assert_clean(&svg, &theme, (520.0, 300.0), 11.0, &["all pairs lie outside this range"]);
+}
+
+#[test]
+fn an_empty_histogram_draws_axes_and_says_so() {
+    let h = empty_histogram();
+    let theme = Theme::dark();
+    let chart = HistogramChart {
+        title: "Pairwise cosines".into(),
+        series: vec![HistogramSeries { label: "one row".into(), hist: &h }],
+        markers: vec![Marker::mu(f64::NAN), Marker::epsilon(f64::NAN)],
+        reference: None,
+    };
+    let (svg, text) = svg_of(&chart, &theme, 400, 260, "empty");
+    assert!(text.notes.iter().any(|n| n.contains("No pairs")), "notes: {:?}", text.notes);
+    assert!(text.notes.iter().any(|n| n == "μ = n/a: no value to mark."), "notes: {:?}", text.notes);
+    let els = parse(&svg);
+    assert!(texts(&els).iter().any(|t| t.text == "no pairs"), "message in the plot");
+    assert!(y_tick_labels(&els, frame(&els, &theme)).len() >= 3, "axes still drawn");
+    assert_clean(&svg, &theme, (400.0, 260.0), 11.0, &["no pairs"]);
+    // No series at all: still a chart.
+    let none = HistogramChart { title: "nothing".into(), series: vec![], markers: vec![], reference: None };
+    let (svg, text) = svg_of(&none, &theme, 400, 260, "no_series");
+    assert!(text.alt.contains("no pairs"), "{}", text.alt);
+    assert_clean(&svg, &theme, (400.0, 260.0), 11.0, &["no pairs"]);
+}
+
+#[test]
+fn light_and_dark_themes_paint_their_backgrounds() {
+    let r = trained();
+    let chart = HistogramChart::from_report(&r, false);
+    let mut backgrounds = Vec::new();
+    for theme in [Theme::light(), Theme::dark()] {
+        let (svg, _) = svg_of(&chart, &theme, 400, 280, theme.name);
+        let els = parse(&svg);
+        let first = els.iter().find(|e| e.tag == "rect").expect("a background");
+        assert_eq!(first.a("fill"), hex(theme.background), "{} background", theme.name);
+        assert_eq!((first.f("width"), first.f("height")), (400.0, 280.0), "fills the canvas");
+        assert!(texts(&els).iter().all(|t| t.a("fill") != hex(theme.background)), "text invisible on {}", theme.name);
+        backgrounds.push(first.a("fill").to_string());
+    }
+    assert_ne!(backgrounds[0], backgrounds[1]);
+}
+
+#[test]
+fn an_overlay_of_three_series_draws_three_step_lines_and_a_dashed_reference() {
+    let reports: Vec<Report> = vec![
+        report(&trained_like(600, 64, 1), 600, 64),
+        report(&random_init(600, 64, 2), 600, 64),
+        report(&class1_like(600, 64, 3), 600, 64),
+    ];
+    let theme = Theme::light();
+    let names = ["trained-like", "random init", "class 1-like"];
+    let chart = HistogramChart {
+        title: "Three models".into(),
+        series: reports
+            .iter()
+            .zip(names)
+            .map(|(r, n)| HistogramSeries { label: n.into(), hist: &r.histogram })
+            .collect(),
+        markers: reports
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Marker { series: Some(i), ..Marker::epsilon(r.epsilon) })
+            .collect(),
+        reference: Some(("random init, d = 64".into(), random_init_bin_fractions(64, &reports[0].histogram.edges))),
+    };
+    let (svg, text) = svg_of(&chart, &theme, 600, 340, "overlay");
+    let els = parse(&svg);
+    let fr = frame(&els, &theme);
+    for i in 0..3 {
+        let lines = lines_in(&els, &hex(theme.series[i]));
+        // One step outline and one vertical ε line per series.
+        let steps: Vec<&&El> = lines.iter().filter(|l| l.points().len() > 10).collect();
+        assert_eq!(steps.len(), 1, "series {i}: {} step polylines", steps.len());
+        let pts = steps[0].points();
+        assert!(pts.windows(2).all(|w| w[0].0 == w[1].0 || w[0].1 == w[1].1), "series {i} is a step line");
+        assert!(pts.iter().all(|p| p.0 >= fr.0 && p.0 <= fr.2 && p.1 >= fr.1 && p.1 <= fr.3), "series {i} inside");
+    }
+    assert!(lines_in(&els, &hex(theme.reference)).len() > 10, "reference dashed in many segments");
+    for n in names {
+        assert!(text.alt.contains(n), "alt names {n}: {}", text.alt);
+    }
+    assert_clean(&svg, &theme, (600.0, 340.0), 11.0, &[]);
+}
+
+#[test]
+fn alt_text_carries_mu_epsilon_and_the_pair_count() {
+    let r = report_with(
+        &trained_like(3000, 48, 11),
+        3000,
+        48,
+        AnalysisConfig { stop_after_rows: Some(1200), ..AnalysisConfig::default() },
+    );
+    let ci = r.epsilon_ci.expect("an early stop has an interval");
+    let chart = HistogramChart::from_report(&r, false);
+    let theme = Theme::light();
+    let (svg, text) = svg_of(&chart, &theme, 520, 320, "estimate");
+    assert!(text.alt.contains(&format!("μ = {}", significant(r.mu, 4))), "{}", text.alt);
+    assert!(text.alt.contains(&format!("ε = {}", significant(r.epsilon, 4))), "{}", text.alt);
+    assert!(text.alt.contains(&r.histogram.pairs_in_histogram.to_string()), "{}", text.alt);
+    assert!(text.alt.contains(&significant(ci[0], 4)) && text.alt.contains(&significant(ci[1], 4)), "{}", text.alt);
+    // The interval is a translucent band in the interval colour.
+    let els = parse(&svg);
+    let band = els.iter().find(|e| e.tag == "rect" && e.a("fill") == hex(theme.interval) && e.f("opacity") < 1.0);
+    assert!(band.is_some(), "interval band drawn");
+    assert_clean(&svg, &theme, (520.0, 320.0), 11.0, &[]);
+}
+
+#[test]
+fn too_small_an_area_is_an_error_not_a_mess() {
+    let r = trained();
+    let err = histogram_svg(&HistogramChart::from_report(&r, false), &Theme::light(), 120, 90).unwrap_err();
+    assert!(matches!(err, ChartError::TooSmall { .. }), "{err}");
+    assert!(err.to_string().contains("larger"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sensitivity
+// ---------------------------------------------------------------------------------------------
+
+/// The four formula curves: each x-ascending with y (pixels, downwards) never rising in value.
+fn assert_monotone_curves(svg: &str, theme: &Theme, what: &str) {
+    let els = parse(svg);
+    for k in 0..4 {
+        let lines: Vec<&El> =
+            lines_in(&els, &hex(theme.series[k])).into_iter().filter(|l| l.points().len() > 5).collect();
+        assert_eq!(lines.len(), 1, "{what}: formula {k} drawn as one curve");
+        let pts = lines[0].points();
+        for w in pts.windows(2) {
+            assert!(w[1].0 >= w[0].0, "{what}: formula {k} x goes back {w:?}");
+            assert!(w[1].1 <= w[0].1, "{what}: formula {k} capacity falls {w:?}");
+        }
+        assert!(pts.first().map(|p| p.1) > pts.last().map(|p| p.1), "{what}: formula {k} rises overall");
+    }
+}
+
+#[test]
+fn capacity_against_epsilon_is_monotone_names_its_formulas_and_marks_epsilon() {
+    let theme = Theme::light();
+    // Llama 2 7B (§2 check values) with an interval.
+    let (svg, text) = capacity_vs_epsilon_svg(4096, 0.0645, Some([0.063, 0.066]), &theme, 520, 360).expect("draws");
+    write_for_eyes("cap_eps_llama2", &svg);
+    assert_monotone_curves(&svg, &theme, "vs ε");
+    for name in FORMULA_NAMES {
+        assert!(text.alt.contains(name), "alt names {name}: {}", text.alt);
+    }
+    assert!(text.alt.contains("3.99 × 10⁷"), "Table 1's capacity for Llama 2 7B in the alt: {}", text.alt);
+    let els = parse(&svg);
+    assert!(vertical_x(&els, &hex(theme.epsilon), frame(&els, &theme)).is_some(), "ε line");
+    for label in ["JL proven, C = 8", "JL fitted, C = 3.029", "adjusted Eq. 6, C = 1.2934", "adjusted Eq. 7 (Table 1)"]
+    {
+        assert!(texts(&els).iter().any(|t| t.text == label), "legend {label}");
+    }
+    // Window 0.032–0.103 crosses 0.1: the shaded "no finite capacity" region.
+    let shaded = els.iter().any(|e| e.tag == "rect" && e.a("fill") == hex(theme.indeterminate) && e.f("opacity") < 1.0);
+    assert!(shaded, "ε ≥ 0.1 shaded");
+    assert!(texts(&els).iter().any(|t| t.text == "ε ≥ 0.1: the paper prints no finite capacity"));
+    assert!(text.notes.is_empty(), "{:?}", text.notes);
+    assert_clean(&svg, &theme, (520.0, 360.0), 11.0, &[]);
+    // Phone width, dark.
+    let dark = Theme::dark();
+    let (svg, _) = capacity_vs_epsilon_svg(4096, 0.0645, Some([0.063, 0.066]), &dark, 375, 380).expect("draws");
+    write_for_eyes("cap_eps_phone_dark", &svg);
+    assert_monotone_curves(&svg, &dark, "vs ε, phone");
+    assert_clean(&svg, &dark, (375.0, 380.0), 11.0, &[]);
+}
+
+#[test]
+fn capacity_against_epsilon_notes_an_epsilon_off_range_and_class_1() {
+    let theme = Theme::light();
+    let (svg, text) = capacity_vs_epsilon_svg(3072, 1.3, None, &theme, 520, 360).expect("draws");
+    write_for_eyes("cap_eps_off", &svg);
+    assert!(text.notes.iter().any(|n| n.contains("right of this range")), "{:?}", text.notes);
+    assert!(text.notes.iter().any(|n| n.contains("no finite capacity")), "{:?}", text.notes);
+    assert_monotone_curves(&svg, &theme, "vs ε, Class 1");
+    assert_clean(&svg, &theme, (520.0, 360.0), 11.0, &[]);
+}
+
+#[test]
+fn capacity_against_d_is_monotone_and_marks_the_models_d() {
+    let theme = Theme::light();
+    let (svg, text) = capacity_vs_dim_svg(4096, 0.0645, &theme, 520, 360).expect("draws");
+    write_for_eyes("cap_dim_llama2", &svg);
+    assert_monotone_curves(&svg, &theme, "vs d");
+    for name in FORMULA_NAMES {
+        assert!(text.alt.contains(name), "alt names {name}: {}", text.alt);
+    }
+    let els = parse(&svg);
+    let fr = frame(&els, &theme);
+    let x = vertical_x(&els, &hex(theme.epsilon), fr).expect("a line at d");
+    // d = 4096 on a log axis from 1024 to 16384 sits halfway.
+    assert!((x - (fr.0 + fr.2) / 2.0).abs() <= 1.0, "d line at {x}, frame {fr:?}");
+    for d in ["1024", "2048", "4096", "8192", "16384"] {
+        assert!(texts(&els).iter().any(|t| t.text == d), "x tick {d}");
+    }
+    assert_clean(&svg, &theme, (520.0, 360.0), 11.0, &[]);
+    let (svg, _) = capacity_vs_dim_svg(4096, 0.0645, &theme, 375, 380).expect("draws");
+    assert_clean(&svg, &theme, (375.0, 380.0), 11.0, &[]);
+}
