@@ -42,9 +42,10 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
 fi
 
 # npm pieces live in the repo's node_modules: binaryen's wasm-opt (never Debian's binaryen 108, which
-# silently breaks the output) and playwright-core for the end-to-end tests (it never downloads a browser).
-if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ]; then
-  say "npm install (binaryen $BINARYEN_VERSION, playwright-core)"
+# silently breaks the output), playwright-core for the end-to-end tests (it never downloads a browser)
+# and axe-core, the accessibility checker those tests run in the page.
+if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -f node_modules/axe-core/axe.min.js ]; then
+  say "npm install (binaryen $BINARYEN_VERSION, playwright-core, axe-core)"
   npm install --no-audit --no-fund --silent
 fi
 say "toolchain ready"

@@ -198,9 +198,128 @@ pub fn significant(x: f64, digits: usize) -> String {
     format!("{x:.decimals$}")
 }
 
+/// An integer with thousands separators: 134209536 → "134,209,536".
+pub fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A byte count for people: "512 B", "3.4 MB", "1.20 GB" (SI units, as browsers show downloads).
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{n} B"),
+        _ if value < 10.0 => format!("{value:.2} {}", UNITS[unit]),
+        _ if value < 100.0 => format!("{value:.1} {}", UNITS[unit]),
+        _ => format!("{value:.0} {}", UNITS[unit]),
+    }
+}
+
+/// A name for the model behind a report, for titles and file names: the repository when it was
+/// opened from a Hugging Face style URL (`…/org/name/resolve/rev/file`, or `hf:org/name@rev`), else
+/// the file name without its extension and shard suffix ("model-00001-of-00004.safetensors" → "model").
+pub fn model_name(file: &str, source_url: Option<&str>) -> String {
+    if let Some(repo) = source_url.and_then(repository_of_url) {
+        return repo;
+    }
+    let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    let stem = [".safetensors.index.json", ".safetensors", ".gguf", ".npy"]
+        .iter()
+        .find_map(|ext| base.strip_suffix(ext))
+        .unwrap_or(base);
+    // "-00001-of-00004": the shard suffix says nothing about the model.
+    let stem = match stem.rsplit_once("-of-") {
+        Some((head, tail)) if tail.chars().all(|c| c.is_ascii_digit()) => head.rsplit_once('-').map_or(head, |(s, _)| s),
+        _ => stem,
+    };
+    if stem.is_empty() {
+        "model".to_string()
+    } else {
+        stem.to_string()
+    }
+}
+
+fn repository_of_url(url: &str) -> Option<String> {
+    if let Some(id) = url.strip_prefix("hf:") {
+        return id.split('@').next().filter(|s| !s.is_empty()).map(str::to_string);
+    }
+    let path = url.split(['?', '#']).next()?;
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let resolve = parts.iter().rposition(|p| *p == "resolve")?;
+    let org = parts.get(resolve.checked_sub(2)?)?;
+    let name = parts.get(resolve.checked_sub(1)?)?;
+    Some(format!("{org}/{name}"))
+}
+
+/// A file name piece made of safe characters only.
+pub fn file_safe(s: &str) -> String {
+    let mut out: String =
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+    out.truncate(80);
+    out
+}
+
+/// Base of every export's file name: the model's file name and the tensor
+/// ("orthoscope-Llama-2-7b-model.embed_tokens.weight").
+pub fn export_stem(r: &Report) -> String {
+    format!("orthoscope-{}-{}", file_safe(&model_name(&r.file, r.source_url.as_deref())), file_safe(&r.tensor))
+}
+
+/// Both histograms as CSV: one line per bin, with its range, its count and its share of the pairs.
+pub fn histogram_csv(r: &Report) -> String {
+    let mut out = String::from("histogram,bin_lo,bin_hi,count,percent_of_pairs\n");
+    for (name, h) in [("full", &r.histogram), ("zoom", &r.histogram_zoom)] {
+        let total = h.pairs_in_histogram.max(1) as f64;
+        for (i, &count) in h.counts.iter().enumerate() {
+            let (Some(lo), Some(hi)) = (h.edges.get(i), h.edges.get(i + 1)) else { continue };
+            out.push_str(&format!("{name},{lo},{hi},{count},{}\n", 100.0 * count as f64 / total));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_carry_thousands_separators() {
+        assert_eq!(group_digits(0), "0");
+        assert_eq!(group_digits(999), "999");
+        assert_eq!(group_digits(1000), "1,000");
+        assert_eq!(group_digits(134209536), "134,209,536");
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3_400_000), "3.40 MB");
+        assert_eq!(human_bytes(262_144_000), "262 MB");
+    }
+
+    #[test]
+    fn model_names_come_from_the_repository_or_the_file() {
+        assert_eq!(model_name("model-00001-of-00004.safetensors", None), "model");
+        assert_eq!(model_name("TinyLlama-1.1B.Q8_0.gguf", None), "TinyLlama-1.1B.Q8_0");
+        assert_eq!(model_name("model.safetensors.index.json", None), "model");
+        assert_eq!(model_name("emb.npy", None), "emb");
+        assert_eq!(
+            model_name("model.safetensors", Some("https://huggingface.co/org/name/resolve/main/model.safetensors")),
+            "org/name"
+        );
+        assert_eq!(model_name("model.safetensors", Some("hf:org/name@v2")), "org/name");
+        assert_eq!(model_name("x.safetensors", Some("http://127.0.0.1:9/files/x.safetensors")), "x");
+        assert_eq!(file_safe("org/name model.embed"), "org_name_model.embed");
+    }
 
     #[test]
     fn capacities_print_like_the_paper() {

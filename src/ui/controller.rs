@@ -1,5 +1,9 @@
 //! Page state and the one place that talks to the worker. Signals hold plain data; the worker
-//! handle and the `File` (not `Send`) live in a thread-local beside them.
+//! handle and the `File`s (not `Send`) live in a thread-local beside them.
+//!
+//! Data flows one way: the worker's messages set the signals, the views read them. A finished
+//! analysis becomes the result on display *and* a row of the session (the comparison table);
+//! the previous result stays on screen until the next one replaces it.
 
 use std::cell::RefCell;
 
@@ -7,9 +11,11 @@ use leptos::prelude::*;
 use web_sys::File;
 
 use super::params::Params;
+use super::session::Session;
 use crate::analysis::Progress;
 use crate::job::Opened;
-use crate::report::Report;
+use crate::permalink;
+use crate::report::{significant, Report};
 use crate::worker::client::WorkerClient;
 use crate::worker::protocol::{Envelope, Request, Response, SourceSpec};
 
@@ -35,20 +41,40 @@ impl Status {
     }
 }
 
+/// Where the result on display came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provenance {
+    /// Computed in this tab.
+    Analysed,
+    /// Decoded from a permalink: nothing was read or computed.
+    Permalink,
+}
+
 /// All page state, as copyable signals.
 #[derive(Clone, Copy)]
 pub struct State {
     pub status: RwSignal<Status>,
+    /// The error or cancel message.
     pub message: RwSignal<String>,
     pub progress: RwSignal<Option<Progress>>,
+    /// When the current run started (`performance.now()` ms), for elapsed time, ETA and rows/s.
+    pub started_ms: RwSignal<f64>,
+    /// The result on display: the last finished analysis (kept while the next one runs).
     pub report: RwSignal<Option<Report>>,
+    pub provenance: RwSignal<Provenance>,
     pub opened: RwSignal<Option<Opened>>,
-    /// What is being analysed, for the header line ("demo: trained-like", "model.safetensors").
+    /// What is being analysed, for the progress line ("demo “trained-like”", "model.safetensors").
     pub source_label: RwSignal<String>,
     pub exact_only: RwSignal<bool>,
     /// Id of the current run, `data-run` on the report element: a watcher can tell a new result
     /// from the previous one.
     pub run: RwSignal<u64>,
+    /// Every analysis of the session (and earlier ones kept in the browser's storage).
+    pub session: Session,
+    /// The last status change, read out by screen readers (`aria-live`).
+    pub announcement: RwSignal<String>,
+    /// The demo the page shows (so the demo list names it instead of "choose…").
+    pub demo: RwSignal<String>,
 }
 
 impl State {
@@ -57,11 +83,16 @@ impl State {
             status: RwSignal::new(Status::Idle),
             message: RwSignal::new(String::new()),
             progress: RwSignal::new(None),
+            started_ms: RwSignal::new(0.0),
             report: RwSignal::new(None),
+            provenance: RwSignal::new(Provenance::Analysed),
             opened: RwSignal::new(None),
             source_label: RwSignal::new(String::new()),
             exact_only: RwSignal::new(false),
             run: RwSignal::new(0),
+            session: Session::load(),
+            announcement: RwSignal::new(String::new()),
+            demo: RwSignal::new(String::new()),
         }
     }
 }
@@ -73,7 +104,8 @@ impl Default for State {
 }
 
 struct Controller {
-    client: WorkerClient,
+    /// Started on the first analysis: a permalink or an embed of a stored result never loads it.
+    client: Option<WorkerClient>,
     params: Params,
     /// The source of the current analysis, to re-run it with another tensor.
     current: Option<(SourceSpec, Vec<File>)>,
@@ -85,13 +117,44 @@ thread_local! {
     static CONTROLLER: RefCell<Option<Controller>> = const { RefCell::new(None) };
 }
 
-/// Starts the worker and opens the demo named in the URL (or the default one).
+pub fn now_ms() -> f64 {
+    web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
+}
+
+/// Opens what the URL asks for: a permalink's stored result, a model by URL, or a demo.
 pub fn init(state: State, params: Params) {
     state.exact_only.set(params.exact);
-    let client = WorkerClient::new(move |envelope| on_response(state, envelope));
-    let demo = params.demo.clone();
-    CONTROLLER.with(|c| *c.borrow_mut() = Some(Controller { client, params, current: None, run: 0 }));
-    start(state, SourceSpec::Demo(demo), Vec::new(), None);
+    let fragment = web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default();
+    let source = params.source();
+    CONTROLLER.with(|c| *c.borrow_mut() = Some(Controller { client: None, params, current: None, run: 0 }));
+    if !fragment.trim_start_matches('#').is_empty() {
+        show_permalink(state, &fragment);
+        return;
+    }
+    if let SourceSpec::Demo(name) = &source {
+        state.demo.set(name.clone());
+    }
+    start(state, source, Vec::new(), None);
+}
+
+/// Shows the Report a permalink carries: no file, no worker, no network.
+fn show_permalink(state: State, fragment: &str) {
+    match permalink::decode(fragment) {
+        Ok(report) => {
+            state.provenance.set(Provenance::Permalink);
+            state.session.add(&report);
+            state.announcement.set(format!("Shared result: ε = {}", significant(report.epsilon, 4)));
+            state.report.set(Some(report));
+            state.status.set(Status::Done);
+        }
+        Err(e) => fail(state, format!("This link does not open a result: {e}")),
+    }
+}
+
+fn fail(state: State, message: String) {
+    state.announcement.set(String::new());
+    state.message.set(message);
+    state.status.set(Status::Error);
 }
 
 fn current_run() -> u64 {
@@ -103,45 +166,62 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
     if run != 0 && run != current_run() {
         return;
     }
-    if state.status.get_untracked() == Status::Cancelled {
+    if state.status.get_untracked() != Status::Running {
         return;
     }
     match response {
         Response::Ready => {}
-        Response::Opened(opened) => state.opened.set(Some(opened)),
-        Response::Progress(p) => {
-            if state.status.get_untracked() == Status::Running {
-                state.progress.set(Some(p));
+        Response::Opened(opened) => {
+            // Re-running another tensor of the same files keeps the picker as it is (and the
+            // keyboard focus on its button).
+            let same = state.opened.with_untracked(|o| {
+                o.as_ref().is_some_and(|o| o.files == opened.files && o.tensors == opened.tensors)
+            });
+            if !same {
+                state.opened.set(Some(opened));
             }
         }
+        Response::Progress(p) => state.progress.set(Some(p)),
         Response::Done(report) => {
+            state.announcement.set(format!(
+                "Done: ε = {} for {}{}",
+                significant(report.epsilon, 4),
+                report.tensor,
+                if report.exact { ", exact over all pairs" } else { ", an estimate" }
+            ));
+            state.session.add(&report);
+            state.provenance.set(Provenance::Analysed);
             state.report.set(Some(report));
+            state.progress.set(None);
             state.status.set(Status::Done);
         }
         Response::Failed { message } => {
-            state.message.set(message);
-            state.status.set(Status::Error);
+            state.progress.set(None);
+            fail(state, message);
         }
     }
 }
 
 /// Analyses a source: the located embedding, or `tensor` when the user picked one.
 pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<String>) {
-    // The status flips before anything else, so a watcher never mistakes the previous "done" for this run.
+    // The status flips before anything else, so a watcher never mistakes the previous "done" for
+    // this run. The previous result stays on display until this one replaces it.
     state.status.set(Status::Running);
-    state.report.set(None);
     state.progress.set(None);
     state.message.set(String::new());
+    state.started_ms.set(now_ms());
     if tensor.is_none() {
         state.opened.set(None);
     }
-    state.source_label.set(match &source {
+    let label = match &source {
         SourceSpec::Demo(name) => format!("built-in demo “{name}”"),
         SourceSpec::Files => match files.as_slice() {
             [one] => one.name(),
             many => format!("{} files", many.len()),
         },
-    });
+    };
+    state.announcement.set(format!("Analysing {label}…"));
+    state.source_label.set(label);
     CONTROLLER.with(|c| {
         let mut c = c.borrow_mut();
         let Some(c) = c.as_mut() else { return };
@@ -151,7 +231,8 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
         c.current = Some((source.clone(), files.clone()));
         let request =
             Request::Analyze { run: c.run, source, tensor, seed: c.params.seed, stop_after_rows: c.params.rows };
-        c.client.send(request, files);
+        let client = c.client.get_or_insert_with(|| WorkerClient::new(move |envelope| on_response(state, envelope)));
+        client.send(request, files);
     });
 }
 
@@ -172,26 +253,33 @@ pub fn choose_tensor(state: State, name: String) {
 
 /// Opens a built-in demo.
 pub fn open_demo(state: State, name: String) {
+    state.demo.set(name.clone());
     start(state, SourceSpec::Demo(name), Vec::new(), None);
 }
 
-/// Stops at once and discards the run.
+/// Opens a model by URL (or a Hugging Face repository id).
+pub fn open_url(state: State, source: SourceSpec) {
+    start(state, source, Vec::new(), None);
+}
+
+/// Stops at once and discards the run; the previous result stays on display.
 pub fn cancel(state: State) {
     CONTROLLER.with(|c| {
-        if let Some(c) = c.borrow().as_ref() {
-            c.client.restart();
+        if let Some(client) = c.borrow().as_ref().and_then(|c| c.client.as_ref()) {
+            client.cancel();
         }
     });
     state.progress.set(None);
     state.message.set("Cancelled.".into());
+    state.announcement.set("Cancelled.".into());
     state.status.set(Status::Cancelled);
 }
 
 /// Ends the pass after the current step and reports the estimate so far.
 pub fn stop_early() {
     CONTROLLER.with(|c| {
-        if let Some(c) = c.borrow().as_ref() {
-            c.client.send(Request::StopEarly, Vec::new());
+        if let Some(client) = c.borrow().as_ref().and_then(|c| c.client.as_ref()) {
+            client.send(Request::StopEarly, Vec::new());
         }
     });
 }

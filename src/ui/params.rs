@@ -5,6 +5,7 @@ use web_sys::UrlSearchParams;
 
 use crate::plan::DEFAULT_SEED;
 use crate::synth::DEFAULT_DEMO;
+use crate::worker::protocol::SourceSpec;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
@@ -31,5 +32,10 @@ impl Params {
             embed: flag("embed"),
             rows: if exact { None } else { get("rows").and_then(|s| s.trim().parse().ok()) },
         }
+    }
+
+    /// What the page opens with when the link carries no stored result.
+    pub fn source(&self) -> SourceSpec {
+        SourceSpec::Demo(self.demo.clone())
     }
 }

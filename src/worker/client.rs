@@ -131,6 +131,11 @@ impl WorkerClient {
         }
     }
 
+    /// Stops the current run.
+    pub fn cancel(&self) {
+        self.restart();
+    }
+
     /// Stops whatever runs, at once, and starts a fresh worker.
     pub fn restart(&self) {
         {

@@ -173,7 +173,7 @@ test("Stop here keeps the running estimate, with its interval, as the result", a
     assert.ok(lo < r.report.epsilon && r.report.epsilon < hi);
     // N(0,1) rows in d = 2048: ε ≈ 2/√2048 ≈ 0.0442.
     assert.ok(lo - 0.002 < 0.0442 && 0.0442 < hi + 0.002, `[${lo}, ${hi}]`);
-    assert.match(await b.page.textContent('[data-testid="report"]'), /estimate from \d+ of 32000 rows/);
+    assert.match(await b.page.textContent('[data-testid="report"]'), /Estimate from [\d,]+ of 32,000 rows/);
     clean(b);
   } finally { await b.close(); }
 });
@@ -195,7 +195,10 @@ test("the tensor picker lists 2-D tensors, preselects the embedding, and re-runs
     const options = await b.page.$$eval(`${select} option`, (os) => os.map((o) => o.value));
     assert.deepEqual(options.sort(), ["h.0.mlp.weight", "lm_head.weight", "transformer.wte.weight"]);
     const before = await currentRun(b.page);
+    // Choosing in the list starts nothing; the button does.
     await b.page.selectOption(select, "lm_head.weight");
+    assert.equal(await currentRun(b.page), before);
+    await b.page.click('[data-testid="tensor-run"]');
     const again = await finalReport(b.page, 60_000, before);
     assert.equal(again.status, "done", again.text);
     assert.equal(again.report.tensor, "lm_head.weight");

@@ -1,0 +1,122 @@
+//! Comparison across models (or checkpoints): every analysis of the session is a row; chosen rows'
+//! histograms are overlaid, like the paper's Fig. 1/2, with a random-init reference for the same d.
+
+use leptos::prelude::*;
+
+use super::chart::{ChartCanvas, ChartSpec};
+use super::controller::State;
+use super::result::{class_name, headline_capacity};
+use super::session::Entry;
+use crate::paper;
+use crate::report::{group_digits, model_name, significant, HistogramReport};
+
+fn overlay_spec(entries: &[Entry], zoom: bool) -> ChartSpec {
+    let chosen: Vec<&Entry> = entries.iter().filter(|e| e.overlay).collect();
+    let pick = |e: &Entry| if zoom { e.report.histogram_zoom.clone() } else { e.report.histogram.clone() };
+    let series: Vec<(String, HistogramReport)> = chosen
+        .iter()
+        .map(|e| (format!("{} (ε {})", model_name(&e.report.file, e.report.source_url.as_deref()), significant(e.report.epsilon, 3)), pick(e)))
+        .collect();
+    // The reference is drawn for the first chosen row's d (the paper overlays one random init).
+    let reference = chosen.first().map(|e| {
+        let h = pick(e);
+        (format!("random init, d = {}", e.report.dim), paper::random_init_bin_fractions(e.report.dim, &h.edges))
+    });
+    ChartSpec::Histogram {
+        title: if zoom { "Overlay, zoom on [−0.2, 0.2]".into() } else { "Overlay, all cosines".into() },
+        series,
+        markers: Vec::new(),
+        reference,
+    }
+}
+
+/// The comparison table and the overlaid histograms.
+#[component]
+pub fn Compare(
+    /// Page state.
+    state: State,
+) -> impl IntoView {
+    let session = state.session;
+    let entries = session.entries;
+    let any_overlay = move || entries.with(|e| e.iter().any(|e| e.overlay));
+    let full = Signal::derive(move || entries.with(|e| overlay_spec(e, false)));
+    let zoom = Signal::derive(move || entries.with(|e| overlay_spec(e, true)));
+    let rows = move || {
+        let list = entries.get();
+        let n = list.len();
+        list.into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let r = &e.report;
+                let id = e.id;
+                let name = model_name(&r.file, r.source_url.as_deref());
+                let eps = match r.epsilon_ci {
+                    Some([lo, hi]) => format!("{} ± {}", significant(r.epsilon, 4), significant((hi - lo) / 2.0, 2)),
+                    None => significant(r.epsilon, 4),
+                };
+                let label = format!("{name} {}", r.tensor);
+                view! {
+                    <tr data-testid="compare-row" data-epsilon=r.epsilon.to_string()>
+                        <td>
+                            <input
+                                type="checkbox"
+                                prop:checked=e.overlay
+                                aria-label=format!("Overlay {label}")
+                                on:change=move |ev| session.set_overlay(id, event_target_checked(&ev))
+                            />
+                        </td>
+                        <th scope="row">{name}<span class="dims">{format!(" {}", r.tensor)}</span></th>
+                        <td>{format!("{} × {}", group_digits(r.rows), group_digits(r.dim))}</td>
+                        <td>{r.dtype.clone()}</td>
+                        <td>{significant(r.mu, 4)}</td>
+                        <td>{significant(r.sigma, 4)}</td>
+                        <td>{eps}</td>
+                        <td>{class_name(r.class)}</td>
+                        <td>{headline_capacity(r)}</td>
+                        <td class="row-actions">
+                            <button type="button" class="small" disabled=i == 0 aria-label=format!("Move {label} up") on:click=move |_| session.shift(id, -1)>"↑"</button>
+                            <button type="button" class="small" disabled=i + 1 == n aria-label=format!("Move {label} down") on:click=move |_| session.shift(id, 1)>"↓"</button>
+                            <button type="button" class="small" aria-label=format!("Remove {label}") on:click=move |_| session.remove(id)>"Remove"</button>
+                        </td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <section class="compare" aria-labelledby="compare-title">
+            <h2 id="compare-title">"Compare models"</h2>
+            <p class="note">
+                "Every analysis of this session is a row (kept in this browser's storage — results only, never weights). Tick rows to overlay their histograms."
+            </p>
+            <div class="table-scroll">
+                <table class="compare-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Overlay"</th>
+                            <th scope="col">"Model"</th>
+                            <th scope="col">"V × d"</th>
+                            <th scope="col">"dtype"</th>
+                            <th scope="col">"μ"</th>
+                            <th scope="col">"σ"</th>
+                            <th scope="col">"ε"</th>
+                            <th scope="col">"Class"</th>
+                            <th scope="col">"Capacity (Eq. 7)"</th>
+                            <th scope="col">"Order / remove"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+            <p class="buttons">
+                <button type="button" data-testid="compare-clear" on:click=move |_| session.clear()>"Clear stored results"</button>
+            </p>
+            <Show when=any_overlay fallback=|| view! { <p class="note">"No row ticked: nothing to overlay."</p> }>
+                <div class="charts two">
+                    <ChartCanvas spec=full testid="overlay" file_stem="orthoscope-overlay".to_string() />
+                    <ChartCanvas spec=zoom testid="overlay-zoom" file_stem="orthoscope-overlay-zoom".to_string() />
+                </div>
+            </Show>
+        </section>
+    }
+}

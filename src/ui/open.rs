@@ -1,0 +1,117 @@
+//! Choosing what to analyse: files (or a folder) by picker or drop, a built-in demo, and the tensor.
+//! Lists start a run on an explicit choice (a button), never on each arrow key.
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Event, File, HtmlInputElement};
+
+use super::controller::{self, State};
+use crate::synth::DEMOS;
+
+pub fn files_of(list: Option<web_sys::FileList>) -> Vec<File> {
+    let Some(list) = list else { return Vec::new() };
+    (0..list.length()).filter_map(|i| list.get(i)).collect()
+}
+
+/// The file input (`data-testid="file-input"`, several files at once), a folder input and the demos.
+/// Files dropped anywhere on the page are handled by the page itself (see `App`).
+#[component]
+pub fn OpenPanel(
+    /// Page state.
+    state: State,
+    /// True while a file is dragged over the page.
+    dragging: RwSignal<bool>,
+) -> impl IntoView {
+    let on_change = move |ev: Event| {
+        let Some(input) = ev.target().and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
+        let files = files_of(input.files());
+        controller::open_files(state, files);
+        // Let the same file be chosen again after an edit.
+        input.set_value("");
+    };
+    let demo_ref = NodeRef::<leptos::html::Select>::new();
+    let on_demo = move |_| {
+        if let Some(select) = demo_ref.get_untracked() {
+            controller::open_demo(state, select.value());
+        }
+    };
+    view! {
+        <section class="dropzone" class:dragging=move || dragging.get() aria-labelledby="open-title">
+            <h2 id="open-title" class="small-title">"Analyse a model"</h2>
+            <label class="pick">
+                <span>"Drop a model file (or all shards with their index) anywhere on this page, or choose:"</span>
+                <input type="file" data-testid="file-input" multiple accept=".safetensors,.gguf,.npy,.json" on:change=on_change />
+            </label>
+            <label class="pick folder">
+                <span>"… or a whole model folder:"</span>
+                <input type="file" data-testid="folder-input" prop:webkitdirectory=true multiple on:change=on_change />
+            </label>
+            <p class="hint">".safetensors (any size; sharded with model.safetensors.index.json), .gguf (F32/F16/BF16 and Q4_0…Q8_K), .npy. Only the header and the embedding's bytes are read; nothing is uploaded."</p>
+            <div class="demo-row">
+                <label for="demo-select">"Built-in demo:"</label>
+                <select id="demo-select" node_ref=demo_ref data-testid="demo-select" prop:value=move || state.demo.get()>
+                    {DEMOS.iter().map(|(name, about)| view! { <option value=*name>{format!("{name} — {about}")}</option> }).collect_view()}
+                </select>
+                <button type="button" data-testid="demo-run" on:click=on_demo>"Analyse demo"</button>
+            </div>
+        </section>
+    }
+}
+
+/// The 2-D tensors of the file, the located embedding preselected; "Analyse this tensor" re-runs.
+#[component]
+pub fn TensorPicker(
+    /// Page state.
+    state: State,
+) -> impl IntoView {
+    let select_ref = NodeRef::<leptos::html::Select>::new();
+    let on_pick = move |_| {
+        if let Some(select) = select_ref.get_untracked() {
+            controller::choose_tensor(state, select.value());
+        }
+    };
+    move || {
+        state.opened.get().map(|o| {
+            let chosen = o.chosen.clone();
+            let options = o
+                .candidates
+                .iter()
+                .filter_map(|&i| o.tensors.get(i))
+                .map(|t| {
+                    let selected = t.name == chosen;
+                    let label = format!("{} — {} {:?}", t.name, t.dtype.name(), t.shape);
+                    view! { <option value=t.name.clone() selected=selected>{label}</option> }
+                })
+                .collect_view();
+            let unembedding = o.unembedding.clone().map_or_else(
+                || "No separate unembedding (tied, or not in these files).".to_string(),
+                |u| format!("Unembedding: {u} (shown below the result, not used for ε)."),
+            );
+            let files = match o.files.as_slice() {
+                [one] => one.clone(),
+                many => format!("{} files", many.len()),
+            };
+            let missing = (!o.missing.is_empty())
+                .then(|| format!("Named by the index but not given: {}.", o.missing.join(", ")));
+            let ignored = (!o.ignored.is_empty())
+                .then(|| format!("Not read (not named by the index, or not a model file): {}.", o.ignored.join(", ")));
+            view! {
+                <section class="picker" aria-label="Tensor">
+                    <div class="demo-row">
+                        <label for="tensor-select">{format!("{files} · {} · tensor:", o.format)}</label>
+                        <select id="tensor-select" node_ref=select_ref data-testid="tensor-select" prop:value=chosen.clone()>{options}</select>
+                        <button type="button" data-testid="tensor-run" on:click=on_pick>"Analyse this tensor"</button>
+                    </div>
+                    <p class="hint">{format!("Chosen: {} ({}). {}", o.chosen, o.reason, unembedding)}</p>
+                    {missing.map(|m| view! { <p class="hint" data-testid="missing-shards">{m}</p> })}
+                    {ignored.map(|m| view! { <p class="hint">{m}</p> })}
+                </section>
+            }
+        })
+    }
+}
+
+/// The files of a drop, if it carried any.
+pub fn dropped_files(ev: &web_sys::DragEvent) -> Vec<File> {
+    files_of(ev.data_transfer().and_then(|d| d.files()))
+}

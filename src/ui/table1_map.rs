@@ -1,0 +1,302 @@
+//! The paper's Table 1 as a map (its Fig. 5: d_model against ε, the two classes and the empty gap,
+//! and a zoom on Class 2), with every model of this session placed on it with its interval, and the
+//! same data as a sortable table.
+//!
+//! Drawn as SVG by hand rather than with plotters: every point is an element a keyboard can focus
+//! and a screen reader can name, which a bitmap cannot offer.
+
+use leptos::prelude::*;
+
+use super::controller::State;
+use super::session::Entry;
+use crate::estimate::{self, Class};
+use crate::paper::{self, TABLE1};
+use crate::report::{group_digits, model_name, scientific_from_log10, significant};
+
+/// Plot geometry in SVG user units.
+const W: f64 = 600.0;
+const H: f64 = 330.0;
+const LEFT: f64 = 58.0;
+const RIGHT: f64 = 14.0;
+const TOP: f64 = 14.0;
+const BOTTOM: f64 = 46.0;
+/// d axis: log2 from 512 to 2¹⁴·⁵ (room right of 16384).
+const LOG2_D: (f64, f64) = (9.0, 14.5);
+
+/// One point on the map.
+#[derive(Clone, Debug, PartialEq)]
+struct Point {
+    name: String,
+    d: u64,
+    epsilon: f64,
+    ci: Option<[f64; 2]>,
+    capacity: String,
+    /// log10 of the Eq. 7 capacity (None: indeterminate), for sorting.
+    log10_capacity: Option<f64>,
+    class: Class,
+    /// Analysed in this session (not from the paper).
+    user: bool,
+}
+
+impl Point {
+    fn describe(&self) -> String {
+        let ci = self.ci.map_or(String::new(), |[lo, hi]| format!(" (95 % [{}, {}])", significant(lo, 4), significant(hi, 4)));
+        format!(
+            "{}{}: d = {}, ε = {}{ci}, {}, capacity {}",
+            self.name,
+            if self.user { " (yours)" } else { "" },
+            group_digits(self.d),
+            significant(self.epsilon, 4),
+            super::result::class_name(self.class),
+            self.capacity
+        )
+    }
+}
+
+fn paper_points() -> Vec<Point> {
+    TABLE1
+        .iter()
+        .map(|m| Point {
+            name: m.name.to_string(),
+            d: m.d_model,
+            epsilon: m.epsilon,
+            ci: None,
+            capacity: m.capacity.map_or_else(|| "indeterminate".to_string(), |c| scientific_from_log10(c.log10())),
+            log10_capacity: m.capacity.map(f64::log10),
+            class: estimate::class(m.epsilon),
+            user: false,
+        })
+        .collect()
+}
+
+fn user_points(entries: &[Entry]) -> Vec<Point> {
+    entries
+        .iter()
+        .map(|e| {
+            let r = &e.report;
+            Point {
+                name: format!("{} · {}", model_name(&r.file, r.source_url.as_deref()), r.tensor),
+                d: r.dim,
+                epsilon: r.epsilon,
+                ci: r.epsilon_ci,
+                capacity: super::result::headline_capacity(r),
+                log10_capacity: r.capacity_determinate.then_some(r.log10_capacity.adjusted_full),
+                class: r.class,
+                user: true,
+            }
+        })
+        .collect()
+}
+
+fn x_of(d: u64) -> f64 {
+    let t = ((d.max(1) as f64).log2() - LOG2_D.0) / (LOG2_D.1 - LOG2_D.0);
+    LEFT + t.clamp(-0.02, 1.02) * (W - LEFT - RIGHT)
+}
+
+fn y_of(eps: f64, (lo, hi): (f64, f64)) -> f64 {
+    let t = (eps - lo) / (hi - lo);
+    TOP + (1.0 - t) * (H - TOP - BOTTOM)
+}
+
+/// One scatter: bands, axes, the paper's points and the user's.
+#[component]
+fn Scatter(
+    /// ε range shown.
+    range: (f64, f64),
+    /// y ticks.
+    ticks: Vec<f64>,
+    /// Accessible title.
+    title: &'static str,
+    /// `data-testid` of the `<svg>`.
+    testid: &'static str,
+    /// Points can take keyboard focus (only on one of the two maps, to keep the tab order short).
+    focusable: bool,
+    /// Every point, paper's and user's.
+    points: Signal<Vec<Point>>,
+    /// The description of the point under the pointer or focus.
+    readout: RwSignal<String>,
+) -> impl IntoView {
+    let (lo, hi) = range;
+    let band = move |from: f64, to: f64, class: &'static str, label: &'static str| {
+        let (a, b) = (from.max(lo), to.min(hi));
+        (a < b).then(|| {
+            let (y0, y1) = (y_of(b, range), y_of(a, range));
+            view! {
+                <rect class=format!("band {class}") x=LEFT y=y0 width=W - LEFT - RIGHT height=y1 - y0></rect>
+                <text class="band-label" x=W - RIGHT - 6.0 y=y0 + 14.0 text-anchor="end">{label}</text>
+            }
+        })
+    };
+    let d_ticks = [512u64, 1024, 2048, 4096, 8192, 16384];
+    let plotted = move || {
+        points
+            .get()
+            .into_iter()
+            .filter(|p| p.epsilon >= lo && p.epsilon <= hi)
+            .map(|p| {
+                let (x, y) = (x_of(p.d), y_of(p.epsilon, range));
+                let text = p.describe();
+                let (enter, focus, label) = (text.clone(), text.clone(), text.clone());
+                let whisker = p.ci.map(|[a, b]| {
+                    view! { <line class="whisker" x1=x x2=x y1=y_of(b.min(hi), range) y2=y_of(a.max(lo), range)></line> }
+                });
+                let class = match (p.user, p.class) {
+                    (true, _) => "pt user",
+                    (false, Class::One) => "pt c1",
+                    (false, _) => "pt c2",
+                };
+                let shape = if p.user {
+                    let s = 6.5;
+                    view! { <path d=format!("M{x} {} L{} {y} L{x} {} L{} {y} Z", y - s, x + s, y + s, x - s)></path> }.into_any()
+                } else {
+                    view! { <circle cx=x cy=y r="4.5"></circle> }.into_any()
+                };
+                view! {
+                    {whisker}
+                    <g
+                        class=class
+                        tabindex=if focusable { Some("0") } else { None }
+                        role="img"
+                        aria-label=label
+                        on:mouseenter=move |_| readout.set(enter.clone())
+                        on:focus=move |_| readout.set(focus.clone())
+                    >
+                        <title>{text}</title>
+                        {shape}
+                    </g>
+                }
+            })
+            .collect_view()
+    };
+    let hidden_count = move || points.with(|ps| ps.iter().filter(|p| p.epsilon < lo || p.epsilon > hi).count());
+    view! {
+        <svg class="map" viewBox=format!("0 0 {W} {H}") data-testid=testid role="group" aria-label=title>
+            {band(0.0, estimate::FINITE_CAPACITY_BELOW, "class2", "Class 2 (ε < 0.1)")}
+            {band(estimate::FINITE_CAPACITY_BELOW, estimate::CLASS_1_ABOVE, "gap", "no model (0.1–0.2)")}
+            {band(estimate::CLASS_1_ABOVE, 2.0, "class1", "Class 1 (ε > 0.2)")}
+            <line class="axis" x1=LEFT x2=W - RIGHT y1=H - BOTTOM y2=H - BOTTOM></line>
+            <line class="axis" x1=LEFT x2=LEFT y1=TOP y2=H - BOTTOM></line>
+            {d_ticks.iter().map(|&d| view! {
+                <line class="grid" x1=x_of(d) x2=x_of(d) y1=TOP y2=H - BOTTOM></line>
+                <text class="tick" x=x_of(d) y=H - BOTTOM + 16.0 text-anchor="middle">{d.to_string()}</text>
+            }).collect_view()}
+            {ticks.iter().map(|&t| view! {
+                <text class="tick" x=LEFT - 6.0 y=y_of(t, range) + 4.0 text-anchor="end">{format!("{t}")}</text>
+            }).collect_view()}
+            <text class="axis-title" x=LEFT + (W - LEFT - RIGHT) / 2.0 y=H - 8.0 text-anchor="middle">"d_model (log scale)"</text>
+            <text class="axis-title" x=14.0 y=TOP + (H - TOP - BOTTOM) / 2.0 text-anchor="middle" transform=format!("rotate(-90 14 {})", TOP + (H - TOP - BOTTOM) / 2.0)>"ε = μ + 2σ"</text>
+            {plotted}
+            {move || {
+                let n = hidden_count();
+                (n > 0).then(|| view! {
+                    <text class="tick" x=LEFT + 6.0 y=TOP + 12.0>{format!("{n} model(s) outside this range")}</text>
+                })
+            }}
+        </svg>
+    }
+}
+
+/// Which column the table is sorted by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SortKey {
+    Name,
+    D,
+    Epsilon,
+    Capacity,
+}
+
+/// The map and the table.
+#[component]
+pub fn Table1Map(
+    /// Page state.
+    state: State,
+) -> impl IntoView {
+    let points = Signal::derive(move || {
+        let mut all = paper_points();
+        all.extend(state.session.entries.with(|e| user_points(e)));
+        all
+    });
+    let readout = RwSignal::new(String::from("Point at or Tab to a model to read its values."));
+    let sort = RwSignal::new((SortKey::Epsilon, true));
+    let sorted = move || {
+        let (key, ascending) = sort.get();
+        let mut rows = points.get();
+        rows.sort_by(|a, b| {
+            let o = match key {
+                SortKey::Name => a.name.to_lowercase().cmp(&b.name.to_lowercase()),
+                SortKey::D => a.d.cmp(&b.d),
+                SortKey::Epsilon => a.epsilon.total_cmp(&b.epsilon),
+                SortKey::Capacity => capacity_order(a).total_cmp(&capacity_order(b)),
+            };
+            if ascending {
+                o
+            } else {
+                o.reverse()
+            }
+        });
+        rows.into_iter()
+            .map(|p| {
+                view! {
+                    <tr class:user=p.user>
+                        <th scope="row">{p.name.clone()}{p.user.then_some(" (yours)")}</th>
+                        <td>{group_digits(p.d)}</td>
+                        <td>{significant(p.epsilon, 4)}</td>
+                        <td>{super::result::class_name(p.class)}</td>
+                        <td>{p.capacity.clone()}</td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+    let header = move |key: SortKey, label: &'static str| {
+        let aria = move || match sort.get() {
+            (k, true) if k == key => "ascending",
+            (k, false) if k == key => "descending",
+            _ => "none",
+        };
+        view! {
+            <th scope="col" aria-sort=aria>
+                <button type="button" class="sort" on:click=move |_| sort.update(|(k, asc)| {
+                    if *k == key { *asc = !*asc } else { *k = key; *asc = true }
+                })>{label}</button>
+            </th>
+        }
+    };
+    view! {
+        <section class="table1" aria-labelledby="table1-title">
+            <h2 id="table1-title">"Where it sits: the paper's 45 models"</h2>
+            <p class="note">
+                "d_model against ε for every model of the paper's Table 1 (circles) and every model analysed here (diamonds, with their 95 % interval when estimated). "
+                <a href=paper::PAPER_URL target="_blank" rel="noopener noreferrer">"The paper"</a>
+                " finds two families and nothing between ε = 0.1 and 0.2."
+            </p>
+            <div class="maps">
+                <Scatter range=(0.0, 1.05) ticks=vec![0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0] title="All 45 models: d_model against ε" testid="table1-map" focusable=true points=points readout=readout />
+                <Scatter range=(0.035, 0.105) ticks=vec![0.04, 0.06, 0.08, 0.1] title="Zoom on Class 2" testid="table1-map-zoom" focusable=false points=points readout=readout />
+            </div>
+            <p class="readout" aria-live="polite" data-testid="map-readout">{move || readout.get()}</p>
+            <details>
+                <summary>"Table 1 as a table (sortable)"</summary>
+                <div class="table-scroll">
+                    <table class="table1-table" data-testid="table1-table">
+                        <thead>
+                            <tr>
+                                {header(SortKey::Name, "Model")}
+                                {header(SortKey::D, "d_model")}
+                                {header(SortKey::Epsilon, "ε")}
+                                <th scope="col">"Class"</th>
+                                {header(SortKey::Capacity, "Capacity (Eq. 7)")}
+                            </tr>
+                        </thead>
+                        <tbody>{sorted}</tbody>
+                    </table>
+                </div>
+            </details>
+        </section>
+    }
+}
+
+/// Sort order of capacities: indeterminate (Class 1) above every finite one.
+fn capacity_order(p: &Point) -> f64 {
+    p.log10_capacity.unwrap_or(f64::INFINITY)
+}
