@@ -126,13 +126,11 @@ pub fn init(state: State, params: Params) {
     state.exact_only.set(params.exact);
     let fragment = web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default();
     let source = params.source();
+    state.demo.set(params.demo.clone());
     CONTROLLER.with(|c| *c.borrow_mut() = Some(Controller { client: None, params, current: None, run: 0 }));
     if !fragment.trim_start_matches('#').is_empty() {
         show_permalink(state, &fragment);
         return;
-    }
-    if let SourceSpec::Demo(name) = &source {
-        state.demo.set(name.clone());
     }
     start(state, source, Vec::new(), None);
 }

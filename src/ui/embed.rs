@@ -69,8 +69,9 @@ fn listen_to_host(state: State) {
     let Ok(Some(parent)) = window.parent() else { return };
     let host: StoredValue<Option<Host>, LocalStorage> = StoredValue::new_local(None);
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-        // Only the page that embeds the card may talk to it.
-        let from_parent = event.source().and_then(|s| s.dyn_into::<Window>().ok()).is_some_and(|w| w == parent);
+        // Only the page that embeds the card may talk to it. (A cross-origin window is no
+        // `instanceof Window` here, so compare identities rather than cast.)
+        let from_parent = event.source().is_some_and(|s| Object::is(s.as_ref(), parent.as_ref()));
         if !from_parent {
             return;
         }

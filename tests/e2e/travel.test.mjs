@@ -68,7 +68,7 @@ test("a corrupt or foreign fragment gets a clear message, never a crash", async 
       // The page stays usable: a demo still runs.
       await b.page.click('[data-testid="demo-run"]');
       const again = await finalReport(b.page, 120_000, r.run);
-      assert.equal(again.status, "done");
+      assert.equal(again.status, "done", again.text);
     }
     clean(b);
   } finally { await b.close(); }
