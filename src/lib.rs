@@ -3,9 +3,9 @@
 //! The crate is laid out in the order data flows (`shared/design.md`):
 //! file → [`source`] → [`format`] → [`locate`] → [`plan`] → [`kernel`] → [`stats`] → [`estimate`]
 //! → [`report`]. [`analysis`] drives one pass through that chain; [`job`] runs the passes a user
-//! asked for (embedding, then unembedding) over a set of files. Everything up to here is pure Rust
-//! with no browser types, so it is tested natively; only [`worker`] and [`ui`] (wasm builds) know
-//! about the browser.
+//! asked for (embedding, then unembedding) over a set of files; [`remote`] holds the HTTP rules for
+//! models opened by URL. Everything up to here is pure Rust with no browser types, so it is tested
+//! natively; only [`worker`] and [`ui`] (wasm builds) know about the browser.
 
 pub mod analysis;
 pub mod error;
@@ -15,6 +15,7 @@ pub mod job;
 pub mod kernel;
 pub mod locate;
 pub mod plan;
+pub mod remote;
 pub mod report;
 pub mod source;
 pub mod stats;
