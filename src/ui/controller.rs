@@ -85,13 +85,18 @@ thread_local! {
     static CONTROLLER: RefCell<Option<Controller>> = const { RefCell::new(None) };
 }
 
-/// Starts the worker and opens the demo named in the URL (or the default one).
+/// Starts the worker and opens the model named by `?url=` or `?hf=`, else the demo named in the
+/// URL (or the default one).
 pub fn init(state: State, params: Params) {
     state.exact_only.set(params.exact);
     let client = WorkerClient::new(move |envelope| on_response(state, envelope));
-    let demo = params.demo.clone();
+    let source = match (&params.url, &params.hf) {
+        (Some(url), _) => SourceSpec::Url { url: url.clone() },
+        (None, Some(id)) => SourceSpec::Hf { id: id.clone(), endpoint: params.hf_endpoint.clone() },
+        (None, None) => SourceSpec::Demo(params.demo.clone()),
+    };
     CONTROLLER.with(|c| *c.borrow_mut() = Some(Controller { client, params, current: None, run: 0 }));
-    start(state, SourceSpec::Demo(demo), Vec::new(), None);
+    start(state, source, Vec::new(), None);
 }
 
 fn current_run() -> u64 {
@@ -107,7 +112,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         return;
     }
     match response {
-        Response::Ready => {}
+        Response::Ready | Response::Cancelled => {}
         Response::Opened(opened) => state.opened.set(Some(opened)),
         Response::Progress(p) => {
             if state.status.get_untracked() == Status::Running {
@@ -141,6 +146,8 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
             [one] => one.name(),
             many => format!("{} files", many.len()),
         },
+        SourceSpec::Url { url } => crate::remote::file_name(url),
+        SourceSpec::Hf { id, .. } => format!("{id} (Hugging Face)"),
     });
     CONTROLLER.with(|c| {
         let mut c = c.borrow_mut();
@@ -170,16 +177,29 @@ pub fn choose_tensor(state: State, name: String) {
     }
 }
 
+/// Opens a model by URL or Hugging Face id (the address field). An hf id without an endpoint
+/// uses the page's `?hf_endpoint=`, if any.
+pub fn open_url(state: State, source: SourceSpec) {
+    let source = match source {
+        SourceSpec::Hf { id, endpoint: None } => {
+            let endpoint = CONTROLLER.with(|c| c.borrow().as_ref().and_then(|c| c.params.hf_endpoint.clone()));
+            SourceSpec::Hf { id, endpoint }
+        }
+        other => other,
+    };
+    start(state, source, Vec::new(), None);
+}
+
 /// Opens a built-in demo.
 pub fn open_demo(state: State, name: String) {
     start(state, SourceSpec::Demo(name), Vec::new(), None);
 }
 
-/// Stops at once and discards the run.
+/// Stops the run (the worker drops it at its next step) and discards it.
 pub fn cancel(state: State) {
     CONTROLLER.with(|c| {
         if let Some(c) = c.borrow().as_ref() {
-            c.client.restart();
+            c.client.cancel(c.run);
         }
     });
     state.progress.set(None);

@@ -5,6 +5,7 @@ mod controller;
 mod histogram;
 mod panels;
 mod params;
+mod url_form;
 
 use leptos::prelude::*;
 
@@ -38,6 +39,7 @@ pub fn App() -> impl IntoView {
             </header>
             <main>
                 <DropZone state=state />
+                <url_form::UrlForm state=state />
                 <TensorPicker state=state />
                 <ProgressPanel state=state />
                 <ReportPanel state=state />

@@ -137,7 +137,7 @@ pub fn ProgressPanel(
             };
             view! {
                 <section class="progress" data-testid="progress">
-                    <p>{format!("Analysing {} — {phase}", state.source_label.get())}</p>
+                    <p>{format!("Analysing {} — {phase}{}", state.source_label.get(), p.as_ref().and_then(|p| p.bytes_fetched).map_or(String::new(), |b| format!(" · {:.1} MB downloaded", b as f64 / 1e6)))}</p>
                     <progress max="1" value=fraction></progress>
                     <p class="running" data-testid="running-epsilon">{running_text}</p>
                     <button data-testid="cancel" on:click=move |_| controller::cancel(state)>"Cancel"</button>
