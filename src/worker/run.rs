@@ -204,6 +204,12 @@ async fn analyze(
     let (mut job, found) =
         Job::open_with(opened.sources, tensor.as_deref(), config, options).map_err(|e| e.to_string())?;
     post(generation, Response::Opened(found));
+    if traffic.is_some() {
+        // The headers' download, shown before the first rows arrive.
+        let mut progress = job.progress();
+        progress.bytes_fetched = bytes_fetched();
+        post(generation, Response::Progress(progress));
+    }
     let mut last_post = now_ms();
     let mut last_task = last_post;
     loop {
