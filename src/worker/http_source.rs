@@ -28,13 +28,11 @@ use crate::source::{check_range, ByteSource, ReadError};
 #[derive(Debug, Default)]
 pub struct Traffic {
     pub bytes: Cell<u64>,
-    pub requests: Cell<u64>,
 }
 
 impl Traffic {
     fn add(&self, bytes: u64) {
         self.bytes.set(self.bytes.get().saturating_add(bytes));
-        self.requests.set(self.requests.get().saturating_add(1));
     }
 }
 
@@ -151,7 +149,13 @@ impl HttpSource {
         for _ in 0..2 {
             let url = self.read_url.borrow().clone();
             match self.attempt(&url, start, end) {
-                Ok(bytes) => return Ok(bytes),
+                Ok((bytes, landed)) => {
+                    // Following the original address again lands on a fresh link: read from it.
+                    if !landed.is_empty() && landed != url {
+                        *self.read_url.borrow_mut() = landed;
+                    }
+                    return Ok(bytes);
+                }
                 Err(Attempt::Retry(d)) => detail = d,
                 Err(Attempt::Fail(
                     RemoteError::Gated { .. } | RemoteError::NotFound { .. } | RemoteError::Status { .. },
@@ -165,8 +169,8 @@ impl HttpSource {
         Err(RemoteError::Dropped { file: self.name.clone(), offset: start, len: end - start, detail })
     }
 
-    /// One synchronous range request.
-    fn attempt(&self, url: &str, start: u64, end: u64) -> Result<Uint8Array, Attempt> {
+    /// One synchronous range request: the bytes, and the address it ended at after redirects.
+    fn attempt(&self, url: &str, start: u64, end: u64) -> Result<(Uint8Array, String), Attempt> {
         let js = |e: wasm_bindgen::JsValue| Attempt::Retry(describe(&e));
         let xhr = XmlHttpRequest::new().map_err(js)?;
         xhr.open_with_async("GET", url, false).map_err(js)?;
@@ -200,7 +204,7 @@ impl HttpSource {
                 }));
             }
         }
-        Ok(bytes)
+        Ok((bytes, xhr.response_url()))
     }
 }
 
