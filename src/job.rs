@@ -40,6 +40,15 @@ pub struct Opened {
     pub ignored: Vec<String>,
 }
 
+/// What a job may read besides the chosen tensor's rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobOptions {
+    /// Read the headers and the chosen tensor's rows only: no sampled unembedding pass and no
+    /// byte comparison for the tied check. For models opened by URL, where every byte read is
+    /// downloaded and the user asked for the embedding alone.
+    pub tensor_bytes_only: bool,
+}
+
 /// Whether the unembedding is the embedding.
 #[derive(Clone, Debug, PartialEq)]
 struct Tied {
@@ -62,6 +71,16 @@ impl Job {
         tensor: Option<&str>,
         config: AnalysisConfig,
     ) -> Result<(Job, Opened), Error> {
+        Self::open_with(sources, tensor, config, JobOptions::default())
+    }
+
+    /// [`Job::open`] with [`JobOptions`].
+    pub fn open_with(
+        sources: Vec<Rc<dyn ByteSource>>,
+        tensor: Option<&str>,
+        config: AnalysisConfig,
+        options: JobOptions,
+    ) -> Result<(Job, Opened), Error> {
         let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s.as_ref()).collect();
         let set = read_model_set(&refs)?;
         let (info, reason) = choose_in_set(&set, tensor)?;
@@ -69,7 +88,7 @@ impl Job {
         let located = locate(&model);
         let unembedding_info =
             located.unembedding.and_then(|i| model.tensors.get(i)).filter(|u| u.name != info.name).cloned();
-        let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref());
+        let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only);
         let source_of = |t: &TensorInfo| -> Result<Rc<dyn ByteSource>, Error> {
             sources
                 .get(t.file)
@@ -96,6 +115,7 @@ impl Job {
             Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason), config.clone())?;
         // A broken unembedding must not cost the user the embedding's result: it is left out.
         let unembedding = match &unembedding_info {
+            Some(_) if options.tensor_bytes_only => None,
             Some(u) => {
                 let config = AnalysisConfig { stop_after_rows: Some(UNEMBEDDING_ROWS), ..config };
                 source_of(u)
@@ -166,12 +186,14 @@ impl Job {
 }
 
 /// Decides whether input and output embeddings are tied: no separate output tensor, or a separate
-/// one whose bytes equal the embedding's on [`TIED_CHECK_ROWS`] rows spread over the matrix.
+/// one whose bytes equal the embedding's on [`TIED_CHECK_ROWS`] rows spread over the matrix. Without
+/// `compare_bytes`, only what the headers decide is said.
 fn tied_check(
     sources: &[Rc<dyn ByteSource>],
     set: &ModelSet,
     embedding: &TensorInfo,
     unembedding: Option<&TensorInfo>,
+    compare_bytes: bool,
 ) -> Tied {
     let Some(u) = unembedding else {
         let missing = ["lm_head.weight", "output.weight"].iter().find_map(|n| set.missing_shard_for(n));
@@ -187,6 +209,15 @@ fn tied_check(
     };
     if u.shape != embedding.shape || u.dtype != embedding.dtype {
         return Tied { tied: Some(false), evidence: format!("separate {} of shape {:?} {}", u.name, u.shape, u.dtype) };
+    }
+    if !compare_bytes {
+        return Tied {
+            tied: None,
+            evidence: format!(
+                "unknown: a separate {} of the same shape; its rows were not compared, to save downloading them",
+                u.name
+            ),
+        };
     }
     let (Some((rows, _)), Some(es), Some(us)) = (embedding.matrix(), sources.get(embedding.file), sources.get(u.file))
     else {

@@ -3,9 +3,9 @@
 //! The crate is laid out in the order data flows (`shared/design.md`):
 //! file → [`source`] → [`format`] → [`locate`] → [`plan`] → [`kernel`] → [`stats`] → [`estimate`]
 //! → [`report`]. [`analysis`] drives one pass through that chain; [`job`] runs the passes a user
-//! asked for (embedding, then unembedding) over a set of files. Everything up to here is pure Rust
-//! with no browser types, so it is tested natively; only [`worker`] and [`ui`] (wasm builds) know
-//! about the browser.
+//! asked for (embedding, then unembedding) over a set of files; [`remote`] holds the HTTP rules for
+//! models opened by URL. Everything up to here is pure Rust with no browser types, so it is tested
+//! natively; only [`worker`] and [`ui`] (wasm builds) know about the browser.
 
 pub mod analysis;
 pub mod charts;
@@ -18,6 +18,7 @@ pub mod locate;
 pub mod paper;
 pub mod permalink;
 pub mod plan;
+pub mod remote;
 pub mod report;
 pub mod source;
 pub mod stats;

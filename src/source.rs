@@ -14,6 +14,9 @@ pub enum ReadError {
     /// The operating system or the browser refused the read.
     #[error("{file}: reading {len} bytes at offset {offset} failed: {message}")]
     Io { file: String, offset: u64, len: u64, message: String },
+    /// A model opened by URL could not be read over the network (the message says why and what to do).
+    #[error(transparent)]
+    Remote(#[from] crate::remote::RemoteError),
 }
 
 /// Random-access bytes: an in-memory buffer, a native file or a browser `Blob`.

@@ -168,7 +168,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         return;
     }
     match response {
-        Response::Ready => {}
+        Response::Ready | Response::Cancelled => {}
         Response::Opened(opened) => {
             // Re-running another tensor of the same files keeps the picker as it is (and the
             // keyboard focus on its button).
@@ -217,6 +217,8 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
             [one] => one.name(),
             many => format!("{} files", many.len()),
         },
+        SourceSpec::Url { url } => crate::remote::file_name(url),
+        SourceSpec::Hf { id, .. } => format!("{id} (Hugging Face)"),
     };
     state.announcement.set(format!("Analysing {label}…"));
     state.source_label.set(label);
@@ -249,22 +251,33 @@ pub fn choose_tensor(state: State, name: String) {
     }
 }
 
+/// Opens a model by URL or Hugging Face id (the address field). An hf id without an endpoint
+/// uses the page's `?hf_endpoint=`, if any.
+pub fn open_url(state: State, source: SourceSpec) {
+    let source = match source {
+        SourceSpec::Hf { id, endpoint: None } => {
+            let endpoint = CONTROLLER.with(|c| c.borrow().as_ref().and_then(|c| c.params.hf_endpoint.clone()));
+            SourceSpec::Hf { id, endpoint }
+        }
+        other => other,
+    };
+    start(state, source, Vec::new(), None);
+}
+
 /// Opens a built-in demo.
 pub fn open_demo(state: State, name: String) {
     state.demo.set(name.clone());
     start(state, SourceSpec::Demo(name), Vec::new(), None);
 }
 
-/// Opens a model by URL (or a Hugging Face repository id).
-pub fn open_url(state: State, source: SourceSpec) {
-    start(state, source, Vec::new(), None);
-}
-
-/// Stops at once and discards the run; the previous result stays on display.
+/// Stops the run (the worker drops it at its next step) and discards it; the previous result stays
+/// on display.
 pub fn cancel(state: State) {
     CONTROLLER.with(|c| {
-        if let Some(client) = c.borrow().as_ref().and_then(|c| c.client.as_ref()) {
-            client.cancel();
+        if let Some(c) = c.borrow().as_ref() {
+            if let Some(client) = c.client.as_ref() {
+                client.cancel(c.run);
+            }
         }
     });
     state.progress.set(None);

@@ -11,6 +11,7 @@ mod progress;
 mod result;
 mod session;
 mod table1_map;
+mod url_form;
 
 use leptos::ev;
 use leptos::prelude::*;

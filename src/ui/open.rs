@@ -46,6 +46,7 @@ pub fn OpenPanel(
                 <span>"… or a whole model folder:"</span>
                 <input type="file" data-testid="folder-input" prop:webkitdirectory=true multiple on:change=on_change />
             </label>
+            <super::url_form::UrlForm state=state />
             <p class="hint">".safetensors (any size; sharded with model.safetensors.index.json), .gguf (F32/F16/BF16 and Q4_0…Q8_K), .npy. Only the header and the embedding's bytes are read; nothing is uploaded."</p>
             <div class="demo-row">
                 <label for="demo-select">"Built-in demo:"</label>
@@ -85,7 +86,7 @@ pub fn TensorPicker(
                 .collect_view();
             let unembedding = o.unembedding.clone().map_or_else(
                 || "No separate unembedding (tied, or not in these files).".to_string(),
-                |u| format!("Unembedding: {u} (shown below the result, not used for ε)."),
+                |u| format!("Unembedding: {u} (not used for ε; its statistics appear under the result when read)."),
             );
             let files = match o.files.as_slice() {
                 [one] => one.clone(),

@@ -1,5 +1,6 @@
 //! URL parameters (`shared/design.md`, testing contract): `?exact=1`, `?seed=N`, `?demo=NAME`,
-//! `?embed=1`, and `?rows=N` (stop after N rows with an estimate).
+//! `?embed=1`, `?rows=N` (stop after N rows with an estimate), and `?url=URL` / `?hf=org/name[@rev]`
+//! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads.
 
 use web_sys::UrlSearchParams;
 
@@ -16,6 +17,12 @@ pub struct Params {
     pub demo: String,
     pub embed: bool,
     pub rows: Option<u64>,
+    /// A model file or shard index to open by URL instead of the demo.
+    pub url: Option<String>,
+    /// A Hugging Face repo id to open instead of the demo.
+    pub hf: Option<String>,
+    /// Where `hf` ids resolve (default huggingface.co), like huggingface_hub's `HF_ENDPOINT`.
+    pub hf_endpoint: Option<String>,
 }
 
 impl Params {
@@ -31,11 +38,19 @@ impl Params {
             demo: get("demo").filter(|d| !d.is_empty()).unwrap_or_else(|| DEFAULT_DEMO.to_string()),
             embed: flag("embed"),
             rows: if exact { None } else { get("rows").and_then(|s| s.trim().parse().ok()) },
+            url: get("url").filter(|u| !u.trim().is_empty()),
+            hf: get("hf").filter(|h| !h.trim().is_empty()),
+            hf_endpoint: get("hf_endpoint").filter(|e| !e.trim().is_empty()),
         }
     }
 
-    /// What the page opens with when the link carries no stored result.
+    /// What the page opens with when the link carries no stored result: `?url=`, else `?hf=`,
+    /// else the demo.
     pub fn source(&self) -> SourceSpec {
-        SourceSpec::Demo(self.demo.clone())
+        match (&self.url, &self.hf) {
+            (Some(url), _) => SourceSpec::Url { url: url.clone() },
+            (None, Some(id)) => SourceSpec::Hf { id: id.clone(), endpoint: self.hf_endpoint.clone() },
+            (None, None) => SourceSpec::Demo(self.demo.clone()),
+        }
     }
 }

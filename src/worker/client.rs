@@ -1,7 +1,10 @@
-//! The page's handle on the analysis worker: spawn, send, cancel (terminate and respawn).
+//! The page's handle on the analysis worker: spawn, send, cancel.
 //!
-//! Cancel terminates the worker outright, so it stops at once whatever the kernel is doing; a fresh
-//! worker takes its place and requests wait until it says "ready".
+//! Cancel is cooperative: the worker is told, acknowledges at once and its loop returns at the next
+//! step (it lets messages in every few tens of milliseconds). The worker, its wasm and the demo it
+//! generated stay, so nothing is downloaded again. Only a worker that crashed, or that does not
+//! acknowledge a Cancel within [`CANCEL_GRACE_MS`] (stuck in a slow network read), is terminated
+//! and replaced; requests then wait until the new one says "ready".
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -16,6 +19,9 @@ use super::protocol::{Envelope, Request, Response};
 /// Where the worker's loader sits, relative to the page (works under any `--public-url`).
 const WORKER_URL: &str = "./worker_loader.js";
 
+/// How long a Cancel may go unacknowledged before the worker is replaced.
+pub const CANCEL_GRACE_MS: i32 = 2000;
+
 type Handler = Rc<dyn Fn(Envelope)>;
 
 struct Inner {
@@ -24,6 +30,11 @@ struct Inner {
     /// A request waiting for "ready".
     pending: Option<(Request, Vec<File>)>,
     handler: Handler,
+    /// The run of a Cancel sent and not yet acknowledged.
+    cancelling: Option<u64>,
+    /// A request sent while a Cancel awaits its acknowledgement: sent again to the replacement if
+    /// the worker has to be replaced.
+    sent_while_cancelling: Option<(Request, Vec<File>)>,
     /// Closures kept alive as long as their worker.
     _closures: Vec<Closure<dyn FnMut(JsValue)>>,
 }
@@ -42,6 +53,8 @@ impl WorkerClient {
                 ready: false,
                 pending: None,
                 handler: Rc::new(handler),
+                cancelling: None,
+                sent_while_cancelling: None,
                 _closures: Vec::new(),
             })),
         };
@@ -76,6 +89,14 @@ impl WorkerClient {
                 }
                 return;
             }
+            if envelope.response == Response::Cancelled {
+                let mut inner = inner.borrow_mut();
+                if inner.cancelling == Some(envelope.run) {
+                    inner.cancelling = None;
+                    inner.sent_while_cancelling = None;
+                }
+                return;
+            }
             let handler = inner.borrow().handler.clone();
             handler(envelope);
         });
@@ -106,6 +127,9 @@ impl WorkerClient {
     /// Sends a request with its files (after "ready" if the worker is still starting).
     pub fn send(&self, request: Request, files: Vec<File>) {
         let mut inner = self.inner.borrow_mut();
+        if inner.cancelling.is_some() && matches!(request, Request::Analyze { .. }) {
+            inner.sent_while_cancelling = Some((request.clone(), files.clone()));
+        }
         if !inner.ready {
             inner.pending = Some((request, files));
             return;
@@ -131,13 +155,50 @@ impl WorkerClient {
         }
     }
 
-    /// Stops the current run.
-    pub fn cancel(&self) {
-        self.restart();
+    /// Stops run `run`: the worker drops it at its next step and acknowledges. Without an
+    /// acknowledgement within [`CANCEL_GRACE_MS`] the worker is replaced.
+    pub fn cancel(&self, run: u64) {
+        {
+            let mut inner = self.inner.borrow_mut();
+            if !inner.ready {
+                // Still starting: nothing runs yet, so dropping the waiting request is the cancel.
+                inner.pending = None;
+                return;
+            }
+            inner.cancelling = Some(run);
+            inner.sent_while_cancelling = None;
+        }
+        self.send(Request::Cancel { run }, Vec::new());
+        let weak = Rc::downgrade(&self.inner);
+        let fallback = Closure::once_into_js(move || {
+            let Some(inner) = weak.upgrade() else { return };
+            if inner.borrow().cancelling != Some(run) {
+                return;
+            }
+            let resend = {
+                let mut i = inner.borrow_mut();
+                i.cancelling = None;
+                i.sent_while_cancelling.take()
+            };
+            let client = WorkerClient { inner };
+            client.restart();
+            if let Some((request, files)) = resend {
+                client.send(request, files);
+            }
+        });
+        let scheduled = web_sys::window().map(|w| {
+            w.set_timeout_with_callback_and_timeout_and_arguments_0(fallback.unchecked_ref(), CANCEL_GRACE_MS)
+        });
+        if !matches!(scheduled, Some(Ok(_))) {
+            // No timer: replace the worker now rather than risk a stuck one.
+            self.inner.borrow_mut().cancelling = None;
+            self.restart();
+        }
     }
 
-    /// Stops whatever runs, at once, and starts a fresh worker.
-    pub fn restart(&self) {
+    /// Stops whatever runs, at once, and starts a fresh worker (which loads the worker's script
+    /// and wasm again, from the HTTP cache at best): for a crashed or stuck worker only.
+    fn restart(&self) {
         {
             let mut inner = self.inner.borrow_mut();
             if let Some(w) = inner.worker.take() {
@@ -145,6 +206,7 @@ impl WorkerClient {
             }
             inner.pending = None;
             inner.ready = false;
+            inner.cancelling = None;
         }
         self.spawn();
     }

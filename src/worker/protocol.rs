@@ -14,6 +14,13 @@ pub enum SourceSpec {
     Files,
     /// A built-in demo, generated in the worker (`synth::demo`).
     Demo(String),
+    /// A model file (`.safetensors`, `.gguf`, `.npy`) or a shard index (`*.json`, its shards next to
+    /// it) on a server that allows CORS, read with HTTP Range requests (`?url=`).
+    Url { url: String },
+    /// A Hugging Face repo `org/name[@revision]`: its `model.safetensors.index.json`, else its
+    /// `model.safetensors`, under `endpoint` (default `https://huggingface.co`; `?hf=`,
+    /// `?hf_endpoint=`). The report's `source_url` is the resolved address that was read.
+    Hf { id: String, endpoint: Option<String> },
 }
 
 /// Page → worker.
@@ -31,6 +38,10 @@ pub enum Request {
     },
     /// Finish the current step and report the estimate so far.
     StopEarly,
+    /// Stop run `run` at its next step and post nothing more about it; the worker acknowledges at
+    /// once with [`Response::Cancelled`] (the page replaces a worker that does not, e.g. one stuck
+    /// in a network read).
+    Cancel { run: u64 },
 }
 
 /// Worker → page.
@@ -45,6 +56,8 @@ pub enum Response {
     Failed {
         message: String,
     },
+    /// A Cancel was received (the envelope carries the cancelled run).
+    Cancelled,
 }
 
 /// A response tagged with the run it belongs to (0 for `Ready`).

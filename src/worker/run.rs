@@ -11,14 +11,23 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageChannel, MessageEvent};
 
 use super::blob_source::BlobSource;
+use super::http_source::{HttpSource, Traffic};
 use super::protocol::{Envelope, Request, Response, SourceSpec};
 use crate::analysis::AnalysisConfig;
-use crate::job::Job;
-use crate::source::{ByteSource, SliceSource};
+use crate::format::set::MAX_JSON_BYTES;
+use crate::job::{Job, JobOptions};
+use crate::remote::{self, HfRepo, RemoteError, HF_INDEX_FILE, HF_SINGLE_FILE};
+use crate::source::{ByteSource, ReadError, SliceSource};
 use crate::synth;
 
+/// How long the analysis loop may run before it lets messages in (Cancel, StopEarly, a new run).
+const TASK_YIELD_MS: f64 = 50.0;
+/// Progress posts compute ‖G‖_F² (d²/2 values): a few per second are plenty.
+const PROGRESS_MS: f64 = 400.0;
+
 thread_local! {
-    /// The run id of the latest request; a running loop that sees another id stops.
+    /// The run id of the latest request; a running loop that sees another id stops. A Cancel sets
+    /// it to 0, which no run has.
     static GENERATION: Cell<u64> = const { Cell::new(0) };
     static STOP_EARLY: Cell<bool> = const { Cell::new(false) };
     /// The last generated demo, so switching tensors does not regenerate it.
@@ -48,6 +57,15 @@ pub fn start() {
         let request = json.and_then(|j| serde_json::from_str::<Request>(&j).ok());
         match request {
             Some(Request::StopEarly) => STOP_EARLY.with(|s| s.set(true)),
+            Some(Request::Cancel { run }) => {
+                // The loop of that run returns at its next step; a later run is left alone.
+                GENERATION.with(|g| {
+                    if g.get() == run {
+                        g.set(0);
+                    }
+                });
+                post(run, Response::Cancelled);
+            }
             Some(Request::Analyze { run: generation, source, tensor, seed, stop_after_rows }) => {
                 let files: Vec<File> = Reflect::get(&data, &"files".into())
                     .ok()
@@ -70,21 +88,30 @@ pub fn start() {
     post(0, Response::Ready);
 }
 
-/// Opens the sources named by the request.
-fn open_sources(source: &SourceSpec, files: Vec<File>) -> Result<Vec<Rc<dyn ByteSource>>, String> {
+/// The sources of a request, and for a model opened by URL the address read and its traffic.
+struct Sources {
+    sources: Vec<Rc<dyn ByteSource>>,
+    url: Option<(String, Rc<Traffic>)>,
+}
+
+/// Opens the sources named by the request (probing the server for a URL).
+async fn open_sources(source: &SourceSpec, files: Vec<File>) -> Result<Sources, String> {
+    let local = |sources| Ok(Sources { sources, url: None });
     match source {
         SourceSpec::Files => {
             if files.is_empty() {
                 return Err("internal: no file attached to the request".into());
             }
-            files
-                .into_iter()
-                .map(|f| {
-                    let name = f.name();
-                    let blob: Blob = f.into();
-                    BlobSource::new(name, blob).map(|s| Rc::new(s) as Rc<dyn ByteSource>).map_err(|e| e.to_string())
-                })
-                .collect()
+            local(
+                files
+                    .into_iter()
+                    .map(|f| {
+                        let name = f.name();
+                        let blob: Blob = f.into();
+                        BlobSource::new(name, blob).map(|s| Rc::new(s) as Rc<dyn ByteSource>).map_err(|e| e.to_string())
+                    })
+                    .collect::<Result<_, _>>()?,
+            )
         }
         SourceSpec::Demo(name) => {
             let cached = DEMO_CACHE.with(|c| c.borrow().as_ref().filter(|(n, _)| n == name).map(|(_, b)| b.clone()));
@@ -100,9 +127,59 @@ fn open_sources(source: &SourceSpec, files: Vec<File>) -> Result<Vec<Rc<dyn Byte
                     bytes
                 }
             };
-            Ok(vec![Rc::new(SliceSource::new(format!("demo-{name}.safetensors"), bytes))])
+            local(vec![Rc::new(SliceSource::new(format!("demo-{name}.safetensors"), bytes))])
+        }
+        SourceSpec::Url { url } => {
+            let traffic = Rc::new(Traffic::default());
+            let url = remote::normalise_url(url.trim());
+            remote::check_url(&url).map_err(|e| e.to_string())?;
+            let first = HttpSource::open(url.clone(), traffic.clone()).await.map_err(|e| e.to_string())?;
+            let sources = open_remote(first, &traffic).await?;
+            Ok(Sources { sources, url: Some((url, traffic)) })
+        }
+        SourceSpec::Hf { id, endpoint } => {
+            let traffic = Rc::new(Traffic::default());
+            let repo = HfRepo::parse(id).map_err(|e| e.to_string())?;
+            let endpoint = remote::hf_endpoint(endpoint.as_deref()).map_err(|e| e.to_string())?;
+            let index_url = repo.file_url(&endpoint, HF_INDEX_FILE);
+            let first = match HttpSource::open(index_url, traffic.clone()).await {
+                Err(RemoteError::NotFound { .. }) => {
+                    match HttpSource::open(repo.file_url(&endpoint, HF_SINGLE_FILE), traffic.clone()).await {
+                        Err(RemoteError::NotFound { .. }) => Err(RemoteError::HfNoModel { repo: repo.id() }),
+                        other => other,
+                    }
+                }
+                other => other,
+            }
+            .map_err(|e| e.to_string())?;
+            let url = first.url().to_string();
+            let sources = open_remote(first, &traffic).await?;
+            Ok(Sources { sources, url: Some((url, traffic)) })
         }
     }
+}
+
+/// A probed model file as it is, or a probed shard index read whole (it is small) with its shards
+/// probed next to it; handed to `Job` like dropped files, named by their file names.
+async fn open_remote(first: HttpSource, traffic: &Rc<Traffic>) -> Result<Vec<Rc<dyn ByteSource>>, String> {
+    if !first.name().to_ascii_lowercase().ends_with(".json") {
+        return Ok(vec![Rc::new(first)]);
+    }
+    let len = first.len();
+    if len > MAX_JSON_BYTES {
+        let e = RemoteError::IndexTooLarge { url: first.url().to_string(), len, max: MAX_JSON_BYTES };
+        return Err(e.to_string());
+    }
+    // len <= 64 MB, so it fits in usize.
+    let mut json = vec![0u8; len as usize];
+    first.read_at(0, &mut json).map_err(|e: ReadError| e.to_string())?;
+    let shards = remote::index_shards(first.url(), &json).map_err(|e| e.to_string())?;
+    // Probed together: a model of 30 shards should not wait for 30 round trips in a row.
+    let probes = shards.into_iter().map(|(_, url)| HttpSource::open(url, traffic.clone()));
+    let opened = futures::future::try_join_all(probes).await.map_err(|e| e.to_string())?;
+    let mut sources: Vec<Rc<dyn ByteSource>> = vec![Rc::new(SliceSource::new(first.name(), json))];
+    sources.extend(opened.into_iter().map(|s| Rc::new(s) as Rc<dyn ByteSource>));
+    Ok(sources)
 }
 
 async fn analyze(
@@ -114,11 +191,27 @@ async fn analyze(
     stop_after_rows: Option<u64>,
 ) -> Result<(), String> {
     let started = now_ms();
-    let sources = open_sources(&source, files)?;
+    let opened = open_sources(&source, files).await?;
+    // A Cancel or a newer run may have come in while the server was probed.
+    if GENERATION.with(|g| g.get()) != generation {
+        return Ok(());
+    }
+    let traffic = opened.url.as_ref().map(|(_, t)| t.clone());
+    let bytes_fetched = || traffic.as_ref().map(|t| t.bytes.get());
     let config = AnalysisConfig { seed, stop_after_rows, ..AnalysisConfig::default() };
-    let (mut job, opened) = Job::open(sources, tensor.as_deref(), config).map_err(|e| e.to_string())?;
-    post(generation, Response::Opened(opened));
+    // Over the network every byte is a download: read the embedding and nothing more.
+    let options = JobOptions { tensor_bytes_only: opened.url.is_some() };
+    let (mut job, found) =
+        Job::open_with(opened.sources, tensor.as_deref(), config, options).map_err(|e| e.to_string())?;
+    post(generation, Response::Opened(found));
+    if traffic.is_some() {
+        // The headers' download, shown before the first rows arrive.
+        let mut progress = job.progress();
+        progress.bytes_fetched = bytes_fetched();
+        post(generation, Response::Progress(progress));
+    }
     let mut last_post = now_ms();
+    let mut last_task = last_post;
     loop {
         if job.step().map_err(|e| e.to_string())? {
             break;
@@ -127,12 +220,17 @@ async fn analyze(
             job.stop();
             break;
         }
-        // Every progress report computes ‖G‖_F² (d²/2 values): a few per second is plenty.
-        if now_ms() - last_post > 400.0 {
-            post(generation, Response::Progress(job.progress()));
-            last_post = now_ms();
-            // A task boundary: lets a StopEarly or a new request in.
+        let now = now_ms();
+        if now - last_post > PROGRESS_MS {
+            let mut progress = job.progress();
+            progress.bytes_fetched = bytes_fetched();
+            post(generation, Response::Progress(progress));
+            last_post = now;
+        }
+        if now - last_task > TASK_YIELD_MS {
+            // A task boundary: lets a Cancel, a StopEarly or a new request in.
             yield_task().await;
+            last_task = now_ms();
         } else {
             // Each step must be a fresh call from JavaScript: V8 never swaps optimised code into a
             // wasm call already running (`shared/toolchain.md`, "V8 tier-up trap").
@@ -144,6 +242,8 @@ async fn analyze(
     }
     let mut report = job.report(now_ms() - started).map_err(|e| e.to_string())?;
     report.peak_wasm_bytes = wasm_memory_bytes();
+    report.source_url = opened.url.as_ref().map(|(u, _)| u.clone());
+    report.bytes_fetched = bytes_fetched();
     post(generation, Response::Done(report));
     Ok(())
 }
