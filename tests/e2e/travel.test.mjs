@@ -79,7 +79,7 @@ test("the embed card fits a 640×420 iframe on another origin, links back, and a
   mkdirSync(hostDir, { recursive: true });
   const file = writeSafetensors(join(hostDir, "posted.safetensors"), [{ name: "model.embed_tokens.weight", rows: 1200, dim: 48 }], 31);
   const want = cliReport(file);
-  writeFileSync(join(hostDir, "index.html"), `<!doctype html><html><head><meta charset="utf-8"><title>host</title></head><body>
+  writeFileSync(join(hostDir, "index.html"), `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>host</title></head><body>
 <iframe id="card" width="640" height="420" style="border:0" src="${server.url}?embed=1&demo=class1-like"></iframe>
 <script>
 window.msgs = [];

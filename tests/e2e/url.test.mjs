@@ -215,6 +215,7 @@ test("no CORS, 404, 401, no Range support and a cut connection each get their me
       // The page still analyses: a demo, chosen from the list.
       const again = await currentRun(b.page);
       await b.page.selectOption('[data-testid="demo-select"]', "random-init");
+      await b.page.click('[data-testid="demo-run"]');
       const d = await finalReport(b.page, 120_000, again);
       assert.equal(d.status, "done", `after ${c.path}: ${d.text}`);
     }
@@ -297,7 +298,7 @@ test("a Cancel the worker cannot hear (stuck in a hung read) replaces it after 2
     const stallAt = large.embedding[0] + 100_000;
     await b.page.goto(`${app.url}?url=${encodeURIComponent(`${rs.url}stall/${stallAt}/large.safetensors`)}`);
     // The headers came; the progress line says how much was downloaded.
-    await b.page.waitForSelector('[data-testid="progress"]:has-text("MB downloaded")', { timeout: 30_000 });
+    await b.page.waitForSelector('[data-testid="progress"]:has-text(" fetched")', { timeout: 30_000 });
     const hung = () => rs.log.some((e) => e.status === 0 && e.path.startsWith("/stall/"));
     for (let i = 0; i < 300 && !hung(); i++) await new Promise((r) => setTimeout(r, 100));
     assert.ok(hung(), "a read is hanging");
