@@ -99,7 +99,9 @@ window.send = async () => {
     assert.equal(r.status, "done", r.text);
     const size = await frame.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.scrollHeight]);
     assert.ok(size[0] <= 640 && size[1] <= 420, `the card is ${size[0]}×${size[1]}`);
-    console.log(`embed card content: ${size[0]}×${size[1]} px`);
+    const card = await frame.$eval('[data-testid="report"]', (el) => { const r = el.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; });
+    assert.ok(card[1] <= 420, `card height ${card[1]}`);
+    console.log(`embed card: ${card[0]}×${card[1]} px inside the 640×420 frame`);
     const link = await frame.$('[data-testid="embed-link"]');
     assert.equal(await link.getAttribute("target"), "_blank");
     const back = await link.getAttribute("href");
