@@ -114,6 +114,9 @@ test("?url= reads the header and only the embedding's bytes, past a 32 MiB tenso
     assert.equal(r.report.unembedding ?? null, null);
     assert.equal(r.report.tied ?? null, null);
     assert.match(r.report.tied_evidence, /not compared/);
+    // The permalink carries the address, so its reader can run the analysis again.
+    const href = await b.page.getAttribute('[data-testid="permalink"]', "href");
+    assert.ok(href.includes(`?url=${encodeURIComponent(url)}#r=`), href);
     cleanUrlRun(b);
   } finally { await b.close(); }
 });
