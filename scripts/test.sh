@@ -20,9 +20,11 @@ CHROMEDRIVER=/usr/bin/chromedriver \
 
 step "release build of the page"
 trunk build --release
+# For the deploy test (tests/e2e/deploy.test.mjs): the same site built for, and served at, a sub-path.
+trunk build --release --public-url /sub/path/ --dist target/deploy/sub/path
 # Read the whole disassembly first: `grep -q` on a pipe would close it early and pipefail would
-# report wasm2wat's SIGPIPE as a failure.
-wat=$(wasm2wat --enable-all dist/worker_bg.wasm)
+# report wasm2wat's SIGPIPE as a failure. The worker's wasm has a content-hashed name (postbuild.mjs).
+wat=$(wasm2wat --enable-all dist/worker_bg-*.wasm)
 grep -q 'f64x2.mul' <<<"$wat" || { echo "worker wasm has no SIMD Gram kernel"; exit 1; }
 grep -q 'f32x4.mul' <<<"$wat" || { echo "worker wasm has no SIMD dot kernel"; exit 1; }
 unset wat

@@ -16,8 +16,17 @@ use web_sys::{ErrorEvent, File, MessageEvent, Worker};
 
 use super::protocol::{Envelope, Request, Response};
 
-/// Where the worker's loader sits, relative to the page (works under any `--public-url`).
-const WORKER_URL: &str = "./worker_loader.js";
+/// Where the worker's loader sits. The release build gives it a content-hashed name and writes that
+/// into `<meta name="orthoscope-worker">` (scripts/postbuild.mjs); without the tag (a page made by
+/// wasm-bindgen-test, a build without the hook) it is the unhashed file next to the page.
+fn worker_url() -> String {
+    web_sys::window()
+        .and_then(|window| window.document())
+        .and_then(|document| document.query_selector(r#"meta[name="orthoscope-worker"]"#).ok().flatten())
+        .and_then(|meta| meta.get_attribute("content"))
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| "./worker_loader.js".to_owned())
+}
 
 /// How long a Cancel may go unacknowledged before the worker is replaced.
 pub const CANCEL_GRACE_MS: i32 = 2000;
@@ -63,7 +72,7 @@ impl WorkerClient {
     }
 
     fn spawn(&self) {
-        let worker = match Worker::new(WORKER_URL) {
+        let worker = match Worker::new(&worker_url()) {
             Ok(w) => w,
             Err(e) => {
                 let handler = self.inner.borrow().handler.clone();
