@@ -3,16 +3,11 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { serve, launch, finalReport, currentRun, openApp, analyseFiles, fixture, cliReport, cli, writeSafetensors, OUT, ROOT } from "./harness.mjs";
+import { assertClean, serve, launch, finalReport, currentRun, openApp, analyseFiles, fixture, cliReport, cli, writeSafetensors, OUT, ROOT } from "./harness.mjs";
 
 let server;
 before(async () => { server = await serve(join(ROOT, "dist")); });
 after(() => server?.close());
-
-function clean(b) {
-  assert.deepEqual(b.errors, [], "console, page or worker errors");
-  assert.deepEqual(b.foreignRequests, [], "requests outside the page's origin");
-}
 
 const CONTRACT_FIELDS = [
   "tensor", "dtype", "rows", "dim", "rows_dropped", "pairs", "exact", "mu", "sigma", "epsilon",
@@ -37,7 +32,7 @@ test("the page opens on the built-in demo and shows its exact result", async () 
     const path = fixture("demo-trained-like.safetensors", "--kind", "trained-like", "--rows", "16384", "--dim", "1024", "--seed", "1");
     assert.ok(Math.abs(cliReport(path).epsilon - r.report.epsilon) < 1e-6);
     await b.page.screenshot({ path: join(OUT, "demo.png"), fullPage: true });
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -61,7 +56,7 @@ test("a dropped 8192×1024 bf16 safetensors file gives the CLI's ε to 1e-6", as
     const shown = await b.page.textContent('[data-testid="epsilon"]');
     assert.equal(Number(shown), Number(want.epsilon.toPrecision(4)), "the card shows ε to 4 digits");
     await b.page.screenshot({ path: join(OUT, "bf16-8192x1024.png"), fullPage: true });
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -87,7 +82,7 @@ test("a broken file gets its specific message and the next file still works", as
     assert.equal(r.status, "done", r.text);
     assert.ok(Math.abs(r.report.epsilon - cliReport(good).epsilon) < 1e-6);
     await b.page.screenshot({ path: join(OUT, "after-errors.png"), fullPage: true });
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -104,7 +99,7 @@ test("?exact=1&seed=7 runs the exact pass with that seed and offers no early sto
     assert.equal(r.report.file, "demo-random-init.safetensors");
     // N(0,1) in d = 1024: cosines ~ N(0, 1/d), so ε ≈ 2/√1024 = 0.0625 (paper §5 reference).
     assert.ok(Math.abs(r.report.epsilon - 0.0625) < 0.002, `ε = ${r.report.epsilon}`);
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -120,7 +115,7 @@ test("?rows=N stops early with an estimate, its interval and its seed", async ()
     assert.equal(r.report.seed, 3);
     const [lo, hi] = r.report.epsilon_ci;
     assert.ok(lo < r.report.epsilon && r.report.epsilon < hi);
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -135,7 +130,7 @@ test("?embed=1 renders the compact card with the same report element", async () 
     assert.equal(await b.page.$('[data-testid="file-input"]'), null, "no drop zone in the embed card");
     assert.match(await b.page.textContent('[data-testid="report"]'), /indeterminate/);
     await b.page.screenshot({ path: join(OUT, "embed.png"), fullPage: true });
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -153,7 +148,7 @@ test("Cancel stops a long run at once and the page stays usable", async () => {
     const r = await analyseFiles(b.page, small);
     assert.equal(r.status, "done", r.text);
     assert.equal(r.report.rows, 2000);
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -174,7 +169,7 @@ test("Stop here keeps the running estimate, with its interval, as the result", a
     // N(0,1) rows in d = 2048: ε ≈ 2/√2048 ≈ 0.0442.
     assert.ok(lo - 0.002 < 0.0442 && 0.0442 < hi + 0.002, `[${lo}, ${hi}]`);
     assert.match(await b.page.textContent('[data-testid="report"]'), /Estimate from [\d,]+ of 32,000 rows/);
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -206,6 +201,6 @@ test("the tensor picker lists 2-D tensors, preselects the embedding, and re-runs
     const want = cliReport(path, "--tensor", "lm_head.weight");
     assert.ok(Math.abs(again.report.epsilon - want.epsilon) < 1e-6);
     assert.ok(again.report.mu > 0.1, "the shifted tensor has μ far from 0");
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import net from "node:net";
+import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 
 export const ROOT = new URL("../../", import.meta.url).pathname;
@@ -74,6 +75,12 @@ export async function launch(baseUrl) {
     context, page, errors, foreignRequests,
     close: async () => { await context.close(); rmSync(profile, { recursive: true, force: true }); },
   };
+}
+
+/** Fails on any console, page or worker error, and on any request that left the page's origin. */
+export function assertClean(b) {
+  assert.deepEqual(b.errors, [], "console, page or worker errors");
+  assert.deepEqual(b.foreignRequests, [], "requests outside the page's origin");
 }
 
 /** The run id on the report element (`data-run`), to tell the next result from this one. */

@@ -5,16 +5,11 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
-import { serve, launch, finalReport, currentRun, openApp, analyseFiles, fixture, writeSafetensors, OUT, ROOT } from "./harness.mjs";
+import { assertClean, serve, launch, finalReport, currentRun, openApp, analyseFiles, fixture, writeSafetensors, OUT, ROOT } from "./harness.mjs";
 
 let server;
 before(async () => { server = await serve(join(ROOT, "dist")); });
 after(() => server?.close());
-
-function clean(b) {
-  assert.deepEqual(b.errors, [], "console, page or worker errors");
-  assert.deepEqual(b.foreignRequests, [], "requests outside the page's origin");
-}
 
 const AXE = readFileSync(join(ROOT, "node_modules/axe-core/axe.min.js"), "utf8");
 
@@ -94,7 +89,7 @@ test("three files analysed in turn give three comparison rows with their ε; row
     assert.equal((await rows()).length, 3);
     await b.page.click('[data-testid="compare-clear"]');
     assert.equal((await rows()).length, 0);
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -127,7 +122,7 @@ test("the Table-1 map draws the paper's 45 models and the session's, and the ove
     // Canvases are sized for the device's pixels (sharp on HiDPI).
     const [w, cw] = await b.page.$eval('[data-testid="histogram"]', (c) => [c.width, c.clientWidth]);
     assert.ok(Math.abs(w - cw * (await b.page.evaluate(() => devicePixelRatio))) <= 1);
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -154,7 +149,7 @@ test("keyboard only: Tab to “Stop here” during a long run, Enter stops it wi
     assert.equal(r.report.exact, false);
     assert.ok(r.report.epsilon_ci);
     assert.equal(await b.page.evaluate(() => document.activeElement?.id), "result-heading");
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -185,7 +180,7 @@ test("lists start a run on an explicit choice, not on arrow keys; a drop anywher
     assert.equal(dropped.status, "done", dropped.text);
     assert.equal(dropped.report.file, "dropped.safetensors");
     assert.equal(b.page.url(), url, "the browser did not navigate away");
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -212,6 +207,6 @@ test("axe-core finds no violations on the page and the embed card, light and dar
       assert.deepEqual(await axeViolations(b.page), [], `embed card, ${scheme}`);
       await b.page.screenshot({ path: join(OUT, `embed-${scheme}.png`) });
     }
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });

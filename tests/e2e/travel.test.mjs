@@ -5,16 +5,11 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { serve, launch, finalReport, openApp, analyseFiles, cliReport, writeSafetensors, OUT, ROOT } from "./harness.mjs";
+import { assertClean, serve, launch, finalReport, openApp, analyseFiles, cliReport, writeSafetensors, OUT, ROOT } from "./harness.mjs";
 
 let server;
 before(async () => { server = await serve(join(ROOT, "dist")); });
 after(() => server?.close());
-
-function clean(b) {
-  assert.deepEqual(b.errors, [], "console, page or worker errors");
-  assert.deepEqual(b.foreignRequests, [], "requests outside the page's origin");
-}
 
 test("a permalink reopens the full result in a fresh browser: same ε, no file, no other origin", async () => {
   const file = writeSafetensors(join(OUT, "travel-a.safetensors"), [{ name: "model.embed_tokens.weight", rows: 2000, dim: 80, shift: 0.03 }], 21);
@@ -25,7 +20,7 @@ test("a permalink reopens the full result in a fresh browser: same ε, no file, 
     assert.equal(r.status, "done", r.text);
     report = r.report;
     href = await b.page.getAttribute('[data-testid="permalink"]', "href");
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
   assert.ok(href.includes("#r="), href);
   assert.ok(href.length < 2048, `permalink is ${href.length} characters`);
@@ -53,7 +48,7 @@ test("a permalink reopens the full result in a fresh browser: same ε, no file, 
     const origin = new URL(server.url).origin;
     assert.deepEqual(requests.filter((u) => !u.startsWith(origin) && !u.startsWith("data:") && !u.startsWith("blob:")), []);
     assert.ok(!requests.some((u) => u.includes("worker")), "no worker is started for a stored result");
-    clean(c);
+    assertClean(c);
   } finally { await c.close(); }
 });
 
@@ -70,7 +65,7 @@ test("a corrupt or foreign fragment gets a clear message, never a crash", async 
       const again = await finalReport(b.page, 120_000, r.run);
       assert.equal(again.status, "done", again.text);
     }
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
 
@@ -146,6 +141,6 @@ test("exports: JSON, CSV, PNG and SVG carry the model's file name and tensor; th
     assert.match(svg.text, /<svg[^>]*>/);
     const snippet = await b.page.inputValue('[data-testid="embed-code"]');
     assert.match(snippet, /^<iframe src="http:\/\/127\.0\.0\.1:\d+\/\?embed=1#r=1\.[A-Za-z0-9_-]+" width="640" height="420"/);
-    clean(b);
+    assertClean(b);
   } finally { await b.close(); }
 });
