@@ -38,6 +38,7 @@ pub fn OpenPanel(
     view! {
         <section class="dropzone" class:dragging=move || dragging.get() aria-labelledby="open-title">
             <h2 id="open-title" class="small-title">"Analyse a model"</h2>
+            <div class="pick-row">
             <label class="pick">
                 <span>"Drop a model file (or all shards with their index) anywhere on this page, or choose:"</span>
                 <input type="file" data-testid="file-input" multiple accept=".safetensors,.gguf,.npy,.json" on:change=on_change />
@@ -46,6 +47,7 @@ pub fn OpenPanel(
                 <span>"… or a whole model folder:"</span>
                 <input type="file" data-testid="folder-input" prop:webkitdirectory=true multiple on:change=on_change />
             </label>
+            </div>
             <super::url_form::UrlForm state=state />
             <p class="hint">".safetensors (any size; sharded with model.safetensors.index.json), .gguf (F32/F16/BF16 and Q4_0…Q8_K), .npy. Only the header and the embedding's bytes are read; nothing is uploaded."</p>
             <div class="demo-row">

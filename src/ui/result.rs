@@ -275,7 +275,7 @@ fn ResultCard(
                 </div>
             </div>
             <p class="reference" data-testid="neighbours">
-                {format!("Among the paper's 45 models: {}.", paper::neighbours_sentence(r.epsilon))}
+                {format!("Reference: {}.", paper::neighbours_sentence(r.epsilon))}
             </p>
             <p class="note">{estimate_note}</p>
             <Glossary />
@@ -354,7 +354,7 @@ pub fn Glossary() -> impl IntoView {
                 <dt>"μ + 3σ"</dt>
                 <dd>"A stricter (“exaggerated”) variant the paper's code also reports."</dd>
                 <dt>"capacity"</dt>
-                <dd>"How many ε-nearly-orthogonal directions fit in ℝ^d: an upper bound on the number of features the embedding space could hold apart. Shown as a count of directions, in powers of ten."</dd>
+                <dd>"How many ε-nearly-orthogonal directions fit in d dimensions: an upper bound on the number of features the embedding space could hold apart. Shown as a count of directions, in powers of ten."</dd>
                 <dt>"adjusted full law (paper Eq. 7) — the headline"</dt>
                 <dd>{format!("k ≤ ⌈(d·exp((d^c·ε²/C)^(1/b)))^(1/a)⌉ with C = {}, a = {}, b = {}, c = {}: fitted to simulations of k random vectors pushed apart by gradient descent (k ≤ 32,000, d ≤ 4096). Used for the paper's Table 1.", estimate::FULL_C, estimate::FULL_A, estimate::FULL_B, estimate::FULL_EXP_C)}</dd>
                 <dt>"adjusted simple law (paper Eq. 6)"</dt>
