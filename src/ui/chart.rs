@@ -179,7 +179,7 @@ pub fn ChartCanvas(
 }
 
 /// Starts a download of `href` (a `data:` or `blob:` URL) as `name`: nothing leaves the machine.
-fn click_download(name: &str, href: &str) {
+pub fn click_download(name: &str, href: &str) {
     let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
     if let Ok(a) = document.create_element("a") {
         if let Ok(a) = a.dyn_into::<web_sys::HtmlAnchorElement>() {

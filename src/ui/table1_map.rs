@@ -7,6 +7,9 @@
 
 use leptos::prelude::*;
 
+use wasm_bindgen::JsCast;
+
+use super::chart::{click_download, download_text};
 use super::controller::State;
 use super::session::Entry;
 use crate::estimate::{self, Class};
@@ -123,7 +126,8 @@ fn Scatter(
             let (y0, y1) = (y_of(b, range), y_of(a, range));
             view! {
                 <rect class=format!("band {class}") x=LEFT y=y0 width=W - LEFT - RIGHT height=y1 - y0></rect>
-                <text class="band-label" x=W - RIGHT - 6.0 y=y0 + 14.0 text-anchor="end">{label}</text>
+                // Labels on the left: no model of the paper has d < 640, so nothing is drawn there.
+                <text class="band-label" x=LEFT + 6.0 y=y0 + 14.0 text-anchor="start">{label}</text>
             }
         })
     };
@@ -170,7 +174,7 @@ fn Scatter(
     };
     let hidden_count = move || points.with(|ps| ps.iter().filter(|p| p.epsilon < lo || p.epsilon > hi).count());
     view! {
-        <svg class="map" viewBox=format!("0 0 {W} {H}") data-testid=testid role="group" aria-label=title>
+        <svg class="map" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}") data-testid=testid role="group" aria-label=title>
             {band(0.0, estimate::FINITE_CAPACITY_BELOW, "class2", "Class 2 (ε < 0.1)")}
             {band(estimate::FINITE_CAPACITY_BELOW, estimate::CLASS_1_ABOVE, "gap", "no model (0.1–0.2)")}
             {band(estimate::CLASS_1_ABOVE, 2.0, "class1", "Class 1 (ε > 0.2)")}
@@ -189,7 +193,7 @@ fn Scatter(
             {move || {
                 let n = hidden_count();
                 (n > 0).then(|| view! {
-                    <text class="tick" x=LEFT + 6.0 y=TOP + 12.0>{format!("{n} model(s) outside this range")}</text>
+                    <text class="tick" x=W - RIGHT - 6.0 y=TOP + 12.0 text-anchor="end">{format!("{n} model(s) outside this range")}</text>
                 })
             }}
         </svg>
@@ -275,6 +279,10 @@ pub fn Table1Map(
                 <Scatter range=(0.035, 0.105) ticks=vec![0.04, 0.06, 0.08, 0.1] title="Zoom on Class 2" testid="table1-map-zoom" focusable=false points=points readout=readout />
             </div>
             <p class="readout" aria-live="polite" data-testid="map-readout">{move || readout.get()}</p>
+            <p class="buttons">
+                <button type="button" class="small" on:click=move |_| export_map("table1-map", false)>"Map as SVG"</button>
+                <button type="button" class="small" on:click=move |_| export_map("table1-map", true)>"Map as PNG"</button>
+            </p>
             <details>
                 <summary>"Table 1 as a table (sortable)"</summary>
                 <div class="table-scroll">
@@ -299,4 +307,82 @@ pub fn Table1Map(
 /// Sort order of capacities: indeterminate (Class 1) above every finite one.
 fn capacity_order(p: &Point) -> f64 {
     p.log10_capacity.unwrap_or(f64::INFINITY)
+}
+
+/// The map's SVG as a standalone file: its colours come from the page's style sheet, so the rules it
+/// uses are written into it with the theme's current values.
+fn standalone_svg(testid: &str) -> Option<String> {
+    let window = web_sys::window()?;
+    let document = window.document()?;
+    let svg = document.query_selector(&format!("[data-testid=\"{testid}\"]")).ok()??;
+    let root = document.document_element()?;
+    let css = window.get_computed_style(&root).ok()??;
+    let var = |name: &str| css.get_property_value(name).unwrap_or_default().trim().to_string();
+    let style = format!(
+        "<style>text{{font-family:system-ui,sans-serif}} .band.class1{{fill:{}}} .band.class2{{fill:{}}} .band.gap{{fill:{}}} \
+         .band-label{{fill:{};font-size:12px}} .axis{{stroke:{}}} .grid{{stroke:{}}} .tick{{fill:{};font-size:12px}} \
+         .axis-title{{fill:{};font-size:13px}} .pt.c1 circle{{fill:{}}} .pt.c2 circle{{fill:{}}} .pt.user path{{fill:{};stroke:{}}} \
+         .whisker{{stroke:{};stroke-width:2}} rect.bg{{fill:{}}}</style><rect class=\"bg\" width=\"100%\" height=\"100%\"/>",
+        var("--class1"),
+        var("--class2"),
+        var("--gap"),
+        var("--muted"),
+        var("--fg"),
+        var("--line"),
+        var("--fg"),
+        var("--fg"),
+        var("--pt1"),
+        var("--pt2"),
+        var("--user"),
+        var("--fg"),
+        var("--user"),
+        var("--card"),
+    );
+    let html = svg.outer_html();
+    // Right after the opening tag, so the background is drawn first.
+    let open_end = html.find('>')? + 1;
+    let (head, body) = html.split_at(open_end);
+    Some(format!("{}{style}{body}", head.replacen("<svg", &format!("<svg width=\"{}\" height=\"{}\"", W * 2.0, H * 2.0), 1)))
+}
+
+/// Downloads the map as SVG, or as PNG (the SVG drawn on a canvas: nothing leaves the machine).
+fn export_map(testid: &'static str, png: bool) {
+    let Some(svg) = standalone_svg(testid) else { return };
+    if !png {
+        download_text("orthoscope-table1-map.svg", "image/svg+xml", &svg);
+        return;
+    }
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(&svg));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("image/svg+xml");
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else { return };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
+    let Ok(image) = web_sys::HtmlImageElement::new() else { return };
+    let loaded = image.clone();
+    let source = url.clone();
+    let on_load = wasm_bindgen::closure::Closure::once_into_js(move || {
+        let _ = web_sys::Url::revoke_object_url(&source);
+        let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+        let Some(canvas) =
+            document.create_element("canvas").ok().and_then(|c| c.dyn_into::<web_sys::HtmlCanvasElement>().ok())
+        else {
+            return;
+        };
+        canvas.set_width((W * 2.0) as u32);
+        canvas.set_height((H * 2.0) as u32);
+        let Some(context) = canvas
+            .get_context("2d")
+            .ok()
+            .flatten()
+            .and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok())
+        else {
+            return;
+        };
+        let _ = context.draw_image_with_html_image_element(&loaded, 0.0, 0.0);
+        if let Ok(data) = canvas.to_data_url_with_type("image/png") {
+            click_download("orthoscope-table1-map.png", &data);
+        }
+    });
+    image.set_onload(Some(on_load.unchecked_ref()));
+    image.set_src(&url);
 }

@@ -139,6 +139,15 @@ test("exports: JSON, CSV, PNG and SVG carry the model's file name and tensor; th
     const svg = await download(() => chart.getByRole("button", { name: "SVG" }).click());
     assert.equal(svg.name, `${stem}-histogram.svg`);
     assert.match(svg.text, /<svg[^>]*>/);
+    // The Table-1 map exports too (its colours written into the file).
+    const map = await download(() => b.page.click("text=Map as SVG"));
+    assert.equal(map.name, "orthoscope-table1-map.svg");
+    assert.match(map.text, /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^>]*><style>/);
+    assert.equal((map.text.match(/<circle /g) ?? []).length, 45, "the paper's 45 models");
+    const mapPng = await download(() => b.page.click("text=Map as PNG"));
+    assert.equal(mapPng.name, "orthoscope-table1-map.png");
+    assert.equal(mapPng.text.slice(1, 4), "PNG", "a PNG file");
+    assert.equal(png.text.slice(1, 4), "PNG", "a PNG file");
     const snippet = await b.page.inputValue('[data-testid="embed-code"]');
     assert.match(snippet, /^<iframe src="http:\/\/127\.0\.0\.1:\d+\/\?embed=1#r=1\.[A-Za-z0-9_-]+" width="640" height="420"/);
     assertClean(b);
