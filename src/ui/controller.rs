@@ -181,6 +181,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         }
         Response::Progress(p) => state.progress.set(Some(p)),
         Response::Done(report) => {
+            let report = *report;
             state.announcement.set(format!(
                 "Done: ε = {} for {}{}",
                 significant(report.epsilon, 4),

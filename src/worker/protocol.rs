@@ -52,7 +52,8 @@ pub enum Response {
     /// The headers were read: the tensors on offer and the one being analysed.
     Opened(Opened),
     Progress(Progress),
-    Done(Report),
+    /// Boxed: a Report is far larger than every other message.
+    Done(Box<Report>),
     Failed {
         message: String,
     },

@@ -244,7 +244,7 @@ async fn analyze(
     report.peak_wasm_bytes = wasm_memory_bytes();
     report.source_url = opened.url.as_ref().map(|(u, _)| u.clone());
     report.bytes_fetched = bytes_fetched();
-    post(generation, Response::Done(report));
+    post(generation, Response::Done(Box::new(report)));
     Ok(())
 }
 
