@@ -242,7 +242,9 @@ pub fn model_name(file: &str, source_url: Option<&str>) -> String {
         .unwrap_or(base);
     // "-00001-of-00004": the shard suffix says nothing about the model.
     let stem = match stem.rsplit_once("-of-") {
-        Some((head, tail)) if tail.chars().all(|c| c.is_ascii_digit()) => head.rsplit_once('-').map_or(head, |(s, _)| s),
+        Some((head, tail)) if tail.chars().all(|c| c.is_ascii_digit()) => {
+            head.rsplit_once('-').map_or(head, |(s, _)| s)
+        }
         _ => stem,
     };
     if stem.is_empty() {

@@ -43,7 +43,9 @@ struct Point {
 
 impl Point {
     fn describe(&self) -> String {
-        let ci = self.ci.map_or(String::new(), |[lo, hi]| format!(" (95 % [{}, {}])", significant(lo, 4), significant(hi, 4)));
+        let ci = self
+            .ci
+            .map_or(String::new(), |[lo, hi]| format!(" (95 % [{}, {}])", significant(lo, 4), significant(hi, 4)));
         format!(
             "{}{}: d = {}, ε = {}{ci}, {}, capacity {}",
             self.name,
@@ -342,7 +344,10 @@ fn standalone_svg(testid: &str) -> Option<String> {
     // Right after the opening tag, so the background is drawn first.
     let open_end = html.find('>')? + 1;
     let (head, body) = html.split_at(open_end);
-    Some(format!("{}{style}{body}", head.replacen("<svg", &format!("<svg width=\"{}\" height=\"{}\"", W * 2.0, H * 2.0), 1)))
+    Some(format!(
+        "{}{style}{body}",
+        head.replacen("<svg", &format!("<svg width=\"{}\" height=\"{}\"", W * 2.0, H * 2.0), 1)
+    ))
 }
 
 /// Downloads the map as SVG, or as PNG (the SVG drawn on a canvas: nothing leaves the machine).
