@@ -15,7 +15,16 @@ fn overlay_spec(entries: &[Entry], zoom: bool) -> ChartSpec {
     let pick = |e: &Entry| if zoom { e.report.histogram_zoom.clone() } else { e.report.histogram.clone() };
     let series: Vec<(String, HistogramReport)> = chosen
         .iter()
-        .map(|e| (format!("{} (ε {})", model_name(&e.report.file, e.report.source_url.as_deref()), significant(e.report.epsilon, 3)), pick(e)))
+        .map(|e| {
+            (
+                format!(
+                    "{} (ε {})",
+                    model_name(&e.report.file, e.report.source_url.as_deref()),
+                    significant(e.report.epsilon, 3)
+                ),
+                pick(e),
+            )
+        })
         .collect();
     // The reference is drawn for the first chosen row's d (the paper overlays one random init).
     let reference = chosen.first().map(|e| {

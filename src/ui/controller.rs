@@ -172,9 +172,9 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         Response::Opened(opened) => {
             // Re-running another tensor of the same files keeps the picker as it is (and the
             // keyboard focus on its button).
-            let same = state.opened.with_untracked(|o| {
-                o.as_ref().is_some_and(|o| o.files == opened.files && o.tensors == opened.tensors)
-            });
+            let same = state
+                .opened
+                .with_untracked(|o| o.as_ref().is_some_and(|o| o.files == opened.files && o.tensors == opened.tensors));
             if !same {
                 state.opened.set(Some(opened));
             }

@@ -52,7 +52,10 @@ fn serialise(message: &HostMessage) -> Option<JsValue> {
 
 /// A `File` from the host's message: given as a File, or as an ArrayBuffer with a name.
 fn file_of(body: &JsValue) -> Option<File> {
-    let name = Reflect::get(body, &"name".into()).ok().and_then(|n| n.as_string()).unwrap_or_else(|| "model.safetensors".into());
+    let name = Reflect::get(body, &"name".into())
+        .ok()
+        .and_then(|n| n.as_string())
+        .unwrap_or_else(|| "model.safetensors".into());
     if let Some(file) = Reflect::get(body, &"file".into()).ok().and_then(|f| f.dyn_into::<File>().ok()) {
         return Some(file);
     }
@@ -117,7 +120,9 @@ fn listen_to_host(state: State) {
                     })
                 })
             }),
-            Status::Done => state.report.with(|r| r.as_ref().and_then(|report| serialise(&HostMessage::Report { report }))),
+            Status::Done => {
+                state.report.with(|r| r.as_ref().and_then(|report| serialise(&HostMessage::Report { report })))
+            }
             Status::Error => serialise(&HostMessage::Error { message: &state.message.get() }),
             _ => None,
         };

@@ -40,9 +40,10 @@ fn display() -> Display {
     let display = Display { dark: RwSignal::new(false), layout: RwSignal::new(0) };
     if let Some(query) = web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten()) {
         display.dark.set(query.matches());
-        let on_change = Closure::<dyn FnMut(web_sys::MediaQueryListEvent)>::new(move |e: web_sys::MediaQueryListEvent| {
-            display.dark.set(e.matches());
-        });
+        let on_change =
+            Closure::<dyn FnMut(web_sys::MediaQueryListEvent)>::new(move |e: web_sys::MediaQueryListEvent| {
+                display.dark.set(e.matches());
+            });
         let _ = query.add_event_listener_with_callback("change", on_change.as_ref().unchecked_ref());
         // Lives as long as the page.
         on_change.forget();

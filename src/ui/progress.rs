@@ -70,18 +70,25 @@ pub fn ProgressPanel(
         })
     };
     let running_epsilon = move || {
-        state.progress.with(|p| match p.as_ref().and_then(|p| p.epsilon.map(|e| (e, p.epsilon_se, p.rows_seen, p.rows))) {
-            Some((e, Some(se), seen, rows)) => format!(
-                "running ε = {} ± {} (95 %) after {} of {} rows",
-                significant(e, 4),
-                significant(1.96 * se, 2),
-                group_digits(seen),
-                group_digits(rows)
-            ),
-            Some((e, None, seen, rows)) => {
-                format!("running ε = {} after {} of {} rows", significant(e, 4), group_digits(seen), group_digits(rows))
+        state.progress.with(|p| {
+            match p.as_ref().and_then(|p| p.epsilon.map(|e| (e, p.epsilon_se, p.rows_seen, p.rows))) {
+                Some((e, Some(se), seen, rows)) => format!(
+                    "running ε = {} ± {} (95 %) after {} of {} rows",
+                    significant(e, 4),
+                    significant(1.96 * se, 2),
+                    group_digits(seen),
+                    group_digits(rows)
+                ),
+                Some((e, None, seen, rows)) => {
+                    format!(
+                        "running ε = {} after {} of {} rows",
+                        significant(e, 4),
+                        group_digits(seen),
+                        group_digits(rows)
+                    )
+                }
+                None => "reading the sample for the histogram…".to_string(),
             }
-            None => "reading the sample for the histogram…".to_string(),
         })
     };
     view! {

@@ -67,7 +67,8 @@ impl Session {
 
     fn save(&self) {
         let Some(storage) = storage() else { return };
-        let fragments: Vec<String> = self.entries.with_untracked(|e| e.iter().map(|e| permalink::encode(&e.report)).collect());
+        let fragments: Vec<String> =
+            self.entries.with_untracked(|e| e.iter().map(|e| permalink::encode(&e.report)).collect());
         if let Ok(json) = serde_json::to_string(&fragments) {
             // A full or blocked storage only costs persistence, never the page.
             let _ = storage.set_item(STORAGE_KEY, &json);

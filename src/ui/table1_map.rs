@@ -40,7 +40,9 @@ struct Point {
 
 impl Point {
     fn describe(&self) -> String {
-        let ci = self.ci.map_or(String::new(), |[lo, hi]| format!(" (95 % [{}, {}])", significant(lo, 4), significant(hi, 4)));
+        let ci = self
+            .ci
+            .map_or(String::new(), |[lo, hi]| format!(" (95 % [{}, {}])", significant(lo, 4), significant(hi, 4)));
         format!(
             "{}{}: d = {}, ε = {}{ci}, {}, capacity {}",
             self.name,
