@@ -26,6 +26,12 @@ pub const MAX_GEOMETRY_DIM: usize = 4096;
 #[cfg(not(target_arch = "wasm32"))]
 pub const MAX_GEOMETRY_DIM: usize = 8192;
 
+/// Whether a report of this kind gets a geometry: an exact pass over the whole matrix, with d up to
+/// [`MAX_GEOMETRY_DIM`]. The page uses it to say "computing the spectrum…" while the worker does.
+pub fn geometry_expected(exact: bool, dim: u64) -> bool {
+    exact && dim <= MAX_GEOMETRY_DIM as u64
+}
+
 /// When the geometry was computed relative to the result being shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum GeometryTiming {

@@ -15,6 +15,7 @@ use super::http_source::{HttpSource, Traffic};
 use super::protocol::{Envelope, Request, Response, SourceSpec};
 use crate::analysis::AnalysisConfig;
 use crate::format::set::MAX_JSON_BYTES;
+use crate::geometry::GeometryTiming;
 use crate::job::{Job, JobOptions};
 use crate::remote::{self, HfRepo, RemoteError, HF_INDEX_FILE, HF_SINGLE_FILE};
 use crate::source::{ByteSource, ReadError, SliceSource};
@@ -245,6 +246,17 @@ async fn analyze(
     report.source_url = opened.url.as_ref().map(|(u, _)| u.clone());
     report.bytes_fetched = bytes_fetched();
     post(generation, Response::Done(report));
+    // The eigen step runs after the result is shown: one call of seconds (d = 1024) to tens of
+    // seconds (d = 4096) that cannot yield. A run started meanwhile cancels this one, and the page
+    // replaces a worker that does not acknowledge (`client.rs`).
+    yield_task().await;
+    if GENERATION.with(|g| g.get()) == generation {
+        match job.geometry(GeometryTiming::AfterTheResult) {
+            Ok(Some(geometry)) => post(generation, Response::Geometry(geometry)),
+            Ok(None) => {}
+            Err(e) => post(generation, Response::GeometryFailed { message: e.to_string() }),
+        }
+    }
     Ok(())
 }
 
