@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::estimate::{self, Z_95};
 use crate::format::decode::decode_rows;
 use crate::format::{DType, TensorInfo};
+use crate::geometry::{geometry_expected, Geometry, GeometryError, GeometryTiming};
 use crate::kernel::{self, MAX_CHUNK_ROWS};
 use crate::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
 use crate::report::{HistogramReport, Report, CAPACITY_CAVEAT, SCHEMA_VERSION};
@@ -469,7 +470,20 @@ impl Analysis {
             caveat: CAPACITY_CAVEAT.to_string(),
             source_url: None,
             bytes_fetched: None,
+            geometry: None,
         })
+    }
+
+    /// The spectrum of G/V and the coordinates that carry μ, for [`Report::geometry`]: `Ok(None)`
+    /// unless the pass visited every row (the G of a prefix is an estimate) and d is at most
+    /// [`crate::geometry::MAX_GEOMETRY_DIM`]. Takes seconds at d = 4096, so [`Analysis::report`] leaves it to the
+    /// caller, which may show the result first.
+    pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
+        if !geometry_expected(self.is_exact(), self.dim as u64) || self.phase != Phase::Done {
+            return Ok(None);
+        }
+        let gram = self.gram.gram();
+        Geometry::compute(self.gram.sum(), |a, b| gram.get(a, b), self.dim, self.gram.counts.kept, timing).map(Some)
     }
 
     pub fn tensor(&self) -> &TensorInfo {

@@ -11,6 +11,9 @@ pub enum Error {
     /// The file's header could not be read as a model.
     #[error(transparent)]
     Format(#[from] FormatError),
+    /// The spectrum of G/V could not be computed.
+    #[error(transparent)]
+    Geometry(#[from] crate::geometry::GeometryError),
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),

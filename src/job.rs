@@ -14,6 +14,7 @@ use crate::analysis::{Analysis, AnalysisConfig, Origin, Phase, Progress};
 use crate::error::Error;
 use crate::format::set::{read_model_set, ModelSet};
 use crate::format::TensorInfo;
+use crate::geometry::{Geometry, GeometryError, GeometryTiming};
 use crate::locate::choose_in_set;
 use crate::locate::locate;
 use crate::report::{Report, UnembeddingReport};
@@ -173,6 +174,19 @@ impl Job {
             }
         }
         p
+    }
+
+    /// The embedding's geometry ([`Analysis::geometry`]): None unless its pass was exact. The
+    /// unembedding, a sample, has none.
+    pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
+        self.embedding.geometry(timing)
+    }
+
+    /// [`Job::report`] with the geometry filled in: for callers that can wait for the eigen step.
+    pub fn report_with_geometry(&self, timing_ms: f64) -> Result<Report, Error> {
+        let mut report = self.report(timing_ms)?;
+        report.geometry = self.geometry(GeometryTiming::WithTheResult)?;
+        Ok(report)
     }
 
     pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {

@@ -12,6 +12,7 @@ pub mod charts;
 pub mod error;
 pub mod estimate;
 pub mod format;
+pub mod geometry;
 pub mod job;
 pub mod kernel;
 pub mod locate;

@@ -23,6 +23,8 @@
 //! - `timing_ms` is kept as f32 (about 7 significant digits);
 //! - a text field longer than [`MAX_TEXT_CHARS`] characters is cut and ends in "…";
 //! - a `source_url` longer than [`MAX_URL_CHARS`] is dropped (a cut address could not be re-run);
+//! - `geometry` (issue 10) is not carried: it is None after decoding (its d eigenvalues alone
+//!   would break the 2 KB budget at d ≥ 256);
 //! - histogram edges are rebuilt equal-width from lo, hi and the bin count, as [`Histogram::new`]
 //!   builds them, so they are identical for reports made by this crate.
 //!
@@ -454,6 +456,7 @@ impl Compact {
             caveat: CAPACITY_CAVEAT.to_string(),
             source_url: self.source_url,
             bytes_fetched: self.bytes_fetched,
+            geometry: None,
         })
     }
 }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::estimate::{Capacities, Class};
+use crate::geometry::Geometry;
 use crate::stats::Histogram;
 
 /// Version of the JSON layout below.
@@ -113,6 +114,11 @@ pub struct Report {
     /// Bytes pulled over the network for a model opened by URL (header reads and the rows).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub bytes_fetched: Option<u64>,
+    /// The spectrum of G/V and the coordinates that carry μ (issue 10). Only for an exact pass over
+    /// the whole matrix: the G of a prefix is an estimate. Absent for early-stopped runs, for
+    /// d > [`crate::geometry::MAX_GEOMETRY_DIM`], and in a permalink.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub geometry: Option<Geometry>,
 }
 
 /// The unembedding's cosine statistics, shown beside the paper's ε but never as it.

@@ -175,6 +175,16 @@ impl GramMoments {
         Moments::from_ordered_sums(self.counts.kept, s2 - self.sum_norm2, g2 - self.sum_norm4, magnitude)
     }
 
+    /// s = Σuᵢ (zero-padded past `dim`).
+    pub fn sum(&self) -> &[f64] {
+        &self.sum
+    }
+
+    /// G = Σuᵢuᵢᵀ, upper triangle packed.
+    pub fn gram(&self) -> &PackedGram {
+        &self.gram
+    }
+
     /// Adds another worker's partial sums over a disjoint set of rows.
     pub fn merge(&mut self, other: &GramMoments) {
         self.counts.merge(&other.counts);

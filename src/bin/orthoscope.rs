@@ -302,7 +302,7 @@ mod cli {
         let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
         let (job, _) = Job::open(sources, tensor, config).map_err(|e| e.to_string())?;
         let job = job.run().map_err(|e| e.to_string())?;
-        job.report(started.elapsed().as_secs_f64() * 1000.0).map_err(|e| e.to_string())
+        job.report_with_geometry(started.elapsed().as_secs_f64() * 1000.0).map_err(|e| e.to_string())
     }
 
     /// Opens every file named, a directory standing for the regular files directly in it (sorted,
@@ -403,6 +403,20 @@ mod cli {
                 "unembedding {} (not the paper's ε): μ = {:.6}  σ = {:.6}  μ+2σ = {:.6} over {} of {} rows",
                 u.tensor, u.mu, u.sigma, u.mu_plus_2sigma, u.rows_seen, u.rows
             );
+        }
+        if let Some(g) = &r.geometry {
+            let dims: Vec<String> =
+                g.top_mean_dimensions.iter().map(|m| format!("{} ({:+.4})", m.dim, m.contribution)).collect();
+            let _ = writeln!(
+                s,
+                "geometry: λ₁/Σλ = {:.3}, participation ratio {:.2}, effective rank {:.2}, ‖s/V‖ = {:.4} ({:.0} ms)",
+                g.leading_share(),
+                g.participation_ratio,
+                g.effective_rank,
+                g.mean_vector_norm,
+                g.eigen_ms
+            );
+            let _ = writeln!(s, "dimensions that carry μ: {}", dims.join(", "));
         }
         let _ =
             writeln!(s, "tied: {} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence);

@@ -125,6 +125,19 @@ impl PackedGram {
     }
 
     /// Adds another accumulator's values (partials from several workers add up to one answer).
+    /// G_ab (either order; the triangle is symmetric). Zero outside the padded dimension.
+    pub fn get(&self, a: usize, b: usize) -> f64 {
+        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+        if b >= self.dim_padded {
+            return 0.0;
+        }
+        let p = a / TILE_A;
+        let c0 = Self::panel_start(p);
+        let width = self.dim_padded.saturating_sub(c0);
+        let Some(&offset) = self.offsets.get(p) else { return 0.0 };
+        self.values.get(offset + (a - p * TILE_A) * width + (b - c0)).copied().unwrap_or(0.0)
+    }
+
     pub fn merge(&mut self, other: &PackedGram) {
         for (a, b) in self.values.iter_mut().zip(&other.values) {
             *a += b;

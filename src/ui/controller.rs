@@ -13,6 +13,7 @@ use web_sys::File;
 use super::params::Params;
 use super::session::Session;
 use crate::analysis::Progress;
+use crate::geometry::geometry_expected;
 use crate::job::Opened;
 use crate::permalink;
 use crate::report::{significant, Report};
@@ -75,6 +76,10 @@ pub struct State {
     pub announcement: RwSignal<String>,
     /// The demo the page shows (so the demo list names it instead of "choose…").
     pub demo: RwSignal<String>,
+    /// The worker is computing the geometry of the result on display (it comes after the result).
+    pub geometry_pending: RwSignal<bool>,
+    /// Why the geometry of the result on display is missing, when its eigen step failed.
+    pub geometry_message: RwSignal<String>,
 }
 
 impl State {
@@ -93,6 +98,8 @@ impl State {
             session: Session::load(),
             announcement: RwSignal::new(String::new()),
             demo: RwSignal::new(String::new()),
+            geometry_pending: RwSignal::new(false),
+            geometry_message: RwSignal::new(String::new()),
         }
     }
 }
@@ -164,10 +171,31 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
     if run != 0 && run != current_run() {
         return;
     }
+    // The geometry follows the result of the current run, so it arrives after "done".
+    match response {
+        Response::Geometry(geometry) => {
+            if state.geometry_pending.get_untracked() {
+                state.geometry_pending.set(false);
+                state.report.update(|r| {
+                    if let Some(r) = r {
+                        r.geometry = Some(geometry);
+                    }
+                });
+            }
+            return;
+        }
+        Response::GeometryFailed { message } => {
+            state.geometry_pending.set(false);
+            state.geometry_message.set(message);
+            return;
+        }
+        _ => {}
+    }
     if state.status.get_untracked() != Status::Running {
         return;
     }
     match response {
+        Response::Geometry(_) | Response::GeometryFailed { .. } => {}
         Response::Ready | Response::Cancelled => {}
         Response::Opened(opened) => {
             // Re-running another tensor of the same files keeps the picker as it is (and the
@@ -190,6 +218,8 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
             ));
             state.session.add(&report);
             state.provenance.set(Provenance::Analysed);
+            state.geometry_message.set(String::new());
+            state.geometry_pending.set(report.geometry.is_none() && geometry_expected(report.exact, report.dim));
             state.report.set(Some(report));
             state.progress.set(None);
             state.status.set(Status::Done);
@@ -226,7 +256,14 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
     CONTROLLER.with(|c| {
         let mut c = c.borrow_mut();
         let Some(c) = c.as_mut() else { return };
-        // A previous run still going stops at its next step when it sees the new run id.
+        // A previous run still going stops at its next step when it sees the new run id. One in
+        // its eigen step cannot see it: cancelling it gets the worker replaced if it does not answer.
+        if state.geometry_pending.get_untracked() {
+            if let Some(client) = c.client.as_ref() {
+                client.cancel(c.run);
+            }
+            state.geometry_pending.set(false);
+        }
         c.run += 1;
         state.run.set(c.run);
         c.current = Some((source.clone(), files.clone()));

@@ -5,6 +5,7 @@ mod chart;
 mod compare;
 mod controller;
 mod embed;
+mod geometry;
 mod open;
 mod params;
 mod progress;

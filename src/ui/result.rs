@@ -292,6 +292,7 @@ fn ResultCard(
                 <ChartCanvas spec=by_epsilon testid="sensitivity-epsilon" shape="chart-tall" file_stem=chart_stem("capacity-vs-epsilon") />
                 <ChartCanvas spec=by_dim testid="sensitivity-dim" shape="chart-tall" file_stem=chart_stem("capacity-vs-d") />
             </div>
+            <super::geometry::GeometrySection report=r.clone() state=state />
             <details class="numbers-details">
                 <summary>"All numbers"</summary>
                 <table class="numbers">

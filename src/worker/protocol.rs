@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::geometry::Geometry;
+
 use crate::analysis::Progress;
 use crate::job::Opened;
 use crate::report::Report;
@@ -54,6 +56,13 @@ pub enum Response {
     Progress(Progress),
     /// Boxed: a Report is far larger than every other message.
     Done(Box<Report>),
+    /// The spectrum of G/V and the dimensions that carry μ, for the report just posted: the eigen
+    /// step runs after the result is shown (tens of seconds at d = 4096 in a tab).
+    Geometry(Geometry),
+    /// The eigen step failed; the result stands without its geometry.
+    GeometryFailed {
+        message: String,
+    },
     Failed {
         message: String,
     },

@@ -15,6 +15,7 @@ use super::http_source::{HttpSource, Traffic};
 use super::protocol::{Envelope, Request, Response, SourceSpec};
 use crate::analysis::AnalysisConfig;
 use crate::format::set::MAX_JSON_BYTES;
+use crate::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::job::{Job, JobOptions};
 use crate::remote::{self, HfRepo, RemoteError, HF_INDEX_FILE, HF_SINGLE_FILE};
 use crate::source::{ByteSource, ReadError, SliceSource};
@@ -244,7 +245,30 @@ async fn analyze(
     report.peak_wasm_bytes = wasm_memory_bytes();
     report.source_url = opened.url.as_ref().map(|(u, _)| u.clone());
     report.bytes_fetched = bytes_fetched();
+    // The spectrum comes with the result while the eigen step is short (d ≤ 2048: well under 2 s);
+    // beyond, it runs after the result is shown — one call of tens of seconds at d = 4096 that cannot
+    // yield. A run started meanwhile cancels this one, and the page replaces a worker that does not
+    // acknowledge (`client.rs`).
+    if report.dim <= WITH_RESULT_MAX_DIM {
+        let geometry = job.geometry(GeometryTiming::WithTheResult);
+        if let Ok(g) = &geometry {
+            report.geometry = g.clone();
+        }
+        post(generation, Response::Done(Box::new(report)));
+        if let Err(e) = geometry {
+            post(generation, Response::GeometryFailed { message: e.to_string() });
+        }
+        return Ok(());
+    }
     post(generation, Response::Done(Box::new(report)));
+    yield_task().await;
+    if GENERATION.with(|g| g.get()) == generation {
+        match job.geometry(GeometryTiming::AfterTheResult) {
+            Ok(Some(geometry)) => post(generation, Response::Geometry(geometry)),
+            Ok(None) => {}
+            Err(e) => post(generation, Response::GeometryFailed { message: e.to_string() }),
+        }
+    }
     Ok(())
 }
 
