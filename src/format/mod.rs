@@ -8,6 +8,7 @@ pub mod gguf;
 pub mod npy;
 pub mod safetensors;
 pub mod set;
+pub mod sniff;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -340,6 +341,10 @@ pub enum FormatError {
         "none of the files given is a model file Orthoscope reads (.safetensors, .gguf, .npy); ignored: {ignored}"
     )]
     NoModelFiles { ignored: String },
+    /// The file is of a kind Orthoscope does not read (a PyTorch checkpoint, an archive, a web page,
+    /// a Git LFS pointer, …), recognised by its first bytes; `advice` says what to do instead.
+    #[error("{file} is {kind}: {advice}")]
+    Foreign { file: String, kind: sniff::ForeignKind, advice: String },
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -357,20 +362,41 @@ fn gguf_version_hint(version: u32) -> &'static str {
 }
 
 /// Reads the header of a single model file, choosing the format by its first bytes: `GGUF` →
-/// [`gguf`], `\x93NUMPY` → [`npy`], anything else → [`safetensors`] (whose first 8 bytes are a
-/// length, so it has no magic of its own and keeps reporting its own errors for unknown files).
+/// [`gguf`], `\x93NUMPY` → [`npy`], a plausible safetensors length followed by `{` →
+/// [`safetensors`]. Anything else is first looked at by [`sniff`], so that a PyTorch checkpoint, an
+/// archive, a web page or a Git LFS pointer is named as such instead of being read as a
+/// safetensors length; what sniff does not recognise goes to [`safetensors`], whose own errors
+/// stand.
 pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, FormatError> {
-    let mut head = [0u8; 6];
-    let n = source.len().min(head.len() as u64) as usize;
-    let head = head.get_mut(..n).unwrap_or(&mut []);
+    let len = source.len();
+    // Enough for the magics and a safetensors length plus `{`; sniff reads its own longer prefix
+    // only for files that are none of these.
+    let mut buf = [0u8; 9];
+    let n = len.min(buf.len() as u64) as usize;
+    let head = buf.get_mut(..n).unwrap_or(&mut []);
     source.read_at(0, head)?;
     if head.starts_with(gguf::MAGIC) {
         gguf::read_gguf(source, file).map(|(info, _)| info)
     } else if head.starts_with(npy::MAGIC) {
         npy::read_header(source, file)
+    } else if plausible_safetensors(head, len) {
+        safetensors::read_header(source, file)
     } else {
+        sniff::check(source)?;
         safetensors::read_header(source, file)
     }
+}
+
+/// Whether `head` (a file's first bytes) starts like a safetensors file of `file_len` bytes: a
+/// header length within the limit and the file, followed by the JSON object's `{`.
+pub(crate) fn plausible_safetensors(head: &[u8], file_len: u64) -> bool {
+    let (Some(prefix), Some(&brace)) = (head.get(..8), head.get(8)) else {
+        return false;
+    };
+    let mut len_bytes = [0u8; 8];
+    len_bytes.copy_from_slice(prefix);
+    let header_len = u64::from_le_bytes(len_bytes);
+    brace == b'{' && (2..=MAX_HEADER_BYTES).contains(&header_len) && header_len <= file_len.saturating_sub(8)
 }
 
 /// The first bytes of a file, for error messages: printable ASCII as is, anything else as `\xNN`.

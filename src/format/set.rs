@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{gguf, npy, read_model, FormatError, ModelInfo, TensorInfo, MAX_HEADER_BYTES};
+use super::{gguf, npy, read_model, sniff, FormatError, ModelInfo, TensorInfo};
 use crate::source::ByteSource;
 
 /// Largest index or config.json read. Real indexes stay below ~10 MB even for models with tens of
@@ -365,6 +365,18 @@ fn read_unindexed(
         infos.push((i, info));
     }
     if infos.is_empty() {
+        // Nothing to read: if one of the files is a model in another format (a PyTorch .bin, an
+        // ONNX export, a Git LFS pointer …), say so rather than just listing what was ignored.
+        for (i, role) in roles.iter().enumerate() {
+            let (Role::Candidate, Some(&source)) = (role, sources.get(i)) else {
+                continue;
+            };
+            if let Some(error @ FormatError::Foreign { kind, .. }) = sniff::sniff_source(source)? {
+                if kind.is_model_format() {
+                    return Err(error);
+                }
+            }
+        }
         return Err(FormatError::NoModelFiles { ignored: set.ignored.join(", ") });
     }
     // Without an index, the only hint of a missing part is a `-0000k-of-0000N` name.
@@ -391,16 +403,7 @@ fn looks_like_model(source: &dyn ByteSource, name: &str) -> Result<bool, FormatE
     let n = len.min(head.len() as u64) as usize;
     let head = head.get_mut(..n).unwrap_or(&mut []);
     source.read_at(0, head)?;
-    if head.starts_with(gguf::MAGIC) || head.starts_with(npy::MAGIC) {
-        return Ok(true);
-    }
-    let (Some(prefix), Some(&brace)) = (head.get(..8), head.get(8)) else {
-        return Ok(false);
-    };
-    let mut len_bytes = [0u8; 8];
-    len_bytes.copy_from_slice(prefix);
-    let header_len = u64::from_le_bytes(len_bytes);
-    Ok(brace == b'{' && (2..=MAX_HEADER_BYTES).contains(&header_len) && header_len <= len - 8)
+    Ok(head.starts_with(gguf::MAGIC) || head.starts_with(npy::MAGIC) || super::plausible_safetensors(head, len))
 }
 
 /// The names of all parts of a `PREFIX-0000k-of-0000N.EXT` file (Hugging Face shards and
