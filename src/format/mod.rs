@@ -316,6 +316,12 @@ pub enum FormatError {
     /// A `*.safetensors.index.json` is not valid JSON or lacks a `weight_map` of tensor → file names.
     #[error("{file}: not a valid shard index: {reason}")]
     InvalidIndex { file: String, reason: String },
+    /// A shard index names more tensors or shard files than [`set::MAX_INDEX_ENTRIES`] /
+    /// [`set::MAX_INDEX_SHARDS`] allow.
+    #[error(
+        "{file}: the shard index names more than {limit} {what}, over this reader's limit (corrupt or hostile file)"
+    )]
+    IndexOverLimit { file: String, what: &'static str, limit: u64 },
     /// A `config.json` among the files is not valid JSON.
     #[error("{file}: not a valid config.json: {reason}")]
     InvalidConfig { file: String, reason: String },
