@@ -120,21 +120,30 @@ pub fn safetensors_bytes(tensors: &[TensorSpec]) -> Vec<u8> {
     out
 }
 
+/// Name of the `U8` tensor [`safetensors_header`] lists for its `gap`.
+pub const GAP_TENSOR: &str = "model.padding";
+
 /// The header bytes (length prefix included) for tensors laid out back to back, the first at
-/// `gap` bytes into the data section.
+/// `gap` bytes into the data section. A gap is listed as a 1-D `U8` tensor [`GAP_TENSOR`] of
+/// `gap` bytes, since the format requires the tensors to tile the data section.
 pub fn safetensors_header(tensors: &[TensorSpec], gap: u64) -> Vec<u8> {
-    let entries: Vec<(&str, &DType, &[u64], u64)> =
-        tensors.iter().map(|t| (t.name.as_str(), &t.dtype, t.shape.as_slice(), t.data.len() as u64)).collect();
-    header_for(&entries, gap, 0)
+    let u8t = DType::U8;
+    let gap_shape = [gap];
+    let mut entries: Vec<(&str, &DType, &[u64], u64)> = Vec::with_capacity(tensors.len() + 1);
+    if gap > 0 {
+        entries.push((GAP_TENSOR, &u8t, &gap_shape, gap));
+    }
+    entries.extend(tensors.iter().map(|t| (t.name.as_str(), &t.dtype, t.shape.as_slice(), t.data.len() as u64)));
+    header_for(&entries, 0)
 }
 
 /// Header bytes (length prefix included) for `(name, dtype, shape, byte length)` entries laid out
-/// back to back from `gap`, the JSON padded with spaces to a multiple of 8 bytes and to at least
+/// back to back from 0, the JSON padded with spaces to a multiple of 8 bytes and to at least
 /// `min_json_len` bytes.
-fn header_for(entries: &[(&str, &DType, &[u64], u64)], gap: u64, min_json_len: usize) -> Vec<u8> {
+fn header_for(entries: &[(&str, &DType, &[u64], u64)], min_json_len: usize) -> Vec<u8> {
     let mut map = serde_json::Map::new();
     map.insert("__metadata__".into(), serde_json::json!({"format": "pt", "generator": "orthoscope"}));
-    let mut offset = gap;
+    let mut offset = 0;
     for &(name, dtype, shape, len) in entries {
         let end = offset + len;
         map.insert(
@@ -213,7 +222,7 @@ pub fn write_sparse_safetensors(
         at += len;
     }
     entries.push((embedding.name.as_str(), &embedding.dtype, embedding.shape.as_slice(), embed_len));
-    let header = header_for(&entries, 0, SPARSE_HEADER_JSON);
+    let header = header_for(&entries, SPARSE_HEADER_JSON);
     if header.len() as u64 != data_start {
         return Err(invalid(format!("the header needs {} bytes, more than the {data_start} reserved", header.len())));
     }
@@ -251,12 +260,15 @@ pub fn demo(name: &str) -> Option<(String, Vec<u8>)> {
 /// Hostile and broken files, one per failure the reader must name: (case, bytes).
 pub fn hostile_safetensors() -> Vec<(&'static str, Vec<u8>)> {
     let good = || TensorSpec::matrix("model.embed_tokens.weight", DType::F32, 4, 8, &[0.5; 32]);
-    let with_header = |json: &str| {
+    // A header and `data` zero bytes (as many as the offsets cover, so that each case fails for
+    // its own reason and not for a gap at the end).
+    let with_data = |json: &str, data: usize| {
         let mut v = (json.len() as u64).to_le_bytes().to_vec();
         v.extend_from_slice(json.as_bytes());
-        v.extend_from_slice(&[0u8; 128]);
+        v.resize(v.len() + data, 0);
         v
     };
+    let with_header = |json: &str| with_data(json, 128);
     let full = safetensors_bytes(&[good()]);
     let mut cases = vec![
         ("not-safetensors", b"PK\x03\x04 this is a zip file, not a model".to_vec()),
@@ -274,7 +286,7 @@ pub fn hostile_safetensors() -> Vec<(&'static str, Vec<u8>)> {
         ("invalid-json", with_header("{\"model.embed_tokens.weight\": {\"dtype\": \"F32\", ")),
         (
             "unknown-dtype",
-            with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"Q7\",\"shape\":[4,8],\"data_offsets\":[0,16]}}"),
+            with_data("{\"model.embed_tokens.weight\":{\"dtype\":\"Q7\",\"shape\":[4,8],\"data_offsets\":[0,16]}}", 16),
         ),
         (
             "size-mismatch",
@@ -294,9 +306,25 @@ pub fn hostile_safetensors() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "zero-rows",
-            with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[0,8],\"data_offsets\":[0,0]}}"),
+            with_data("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[0,8],\"data_offsets\":[0,0]}}", 0),
         ),
     ];
+    cases.push((
+        "offsets-overlap",
+        with_data(
+            "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[0,128]},\
+             \"lm_head.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[64,192]}}",
+            192,
+        ),
+    ));
+    cases.push((
+        "offsets-gap",
+        with_data(
+            "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[0,128]},\
+             \"lm_head.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[160,288]}}",
+            288,
+        ),
+    ));
     cases.push((
         "all-rows-zero",
         safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::F32, 16, 8, &[0.0; 128])]),

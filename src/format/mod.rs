@@ -247,6 +247,19 @@ pub enum FormatError {
     /// Start offset after end offset.
     #[error("{file}: tensor '{tensor}' has data_offsets [{start}, {end}], start after end")]
     BadOffsets { file: String, tensor: String, start: u64, end: u64 },
+    /// Two safetensors tensors share bytes (the format requires each to start where the previous ends).
+    #[error("{file}: tensors '{first}' (data_offsets [{}, {}]) and '{second}' (data_offsets [{}, {}]) overlap; in a safetensors file each tensor's bytes start where the previous one's end (corrupt or hostile file)", .first_offsets.0, .first_offsets.1, .second_offsets.0, .second_offsets.1)]
+    OffsetsOverlap {
+        file: String,
+        first: String,
+        first_offsets: (u64, u64),
+        second: String,
+        second_offsets: (u64, u64),
+    },
+    /// Bytes of a safetensors data section that no tensor covers (the format requires the tensors
+    /// to tile it exactly, up to the end of the file).
+    #[error("{file}: bytes [{start}, {end}) of the data section belong to no tensor ({between}); a safetensors file's tensors must cover its data section exactly (a truncated rewrite, or a corrupt or hostile file)")]
+    OffsetsGap { file: String, start: u64, end: u64, between: String },
     /// The file does not start with the GGUF magic (only when the GGUF reader is called directly).
     #[error("{file}: not a GGUF file (starts with bytes {magic}, expected \"GGUF\")")]
     GgufBadMagic { file: String, magic: String },

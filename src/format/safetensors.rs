@@ -8,6 +8,9 @@
 //! Layout: 8-byte little-endian header length `n`, `n` bytes of JSON mapping tensor names to
 //! `{dtype, shape, data_offsets: [begin, end]}` (offsets relative to byte `8 + n`), then the data.
 
+// The crate-wide `FormatError` is large (see gguf.rs); errors end a read, so size does not matter.
+#![allow(clippy::result_large_err)]
+
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
@@ -63,9 +66,53 @@ pub fn parse_header(
         return Err(error);
     }
     let mut tensors = parsed.map_err(|e| invalid(e.to_string()))?;
-    // File order is the natural order to list tensors in.
-    tensors.sort_by_key(|t| t.byte_range.0);
+    // File order is the natural order to list tensors in, and the order the tiling is checked in.
+    tensors.sort_by_key(|t| t.byte_range);
+    check_tiling(name, &tensors, data_start, file_len)?;
     Ok(ModelInfo { format: "safetensors".to_string(), tensors, vocab_size: None, vocab: Vec::new() })
+}
+
+/// The format requires the tensors' data to tile the data section exactly: sorted by start, each
+/// begins where the previous ended, the first at 0 and the last at the end of the file (the
+/// reference implementation refuses anything else). An overlap lets one tensor's bytes be read as
+/// another's; a gap hides bytes no tensor accounts for. `tensors` are sorted by byte range, so the
+/// check is one pass. Offsets in messages are the header's own (relative to the data section).
+fn check_tiling(name: &str, tensors: &[TensorInfo], data_start: u64, file_len: u64) -> Result<(), FormatError> {
+    let rel = |t: &TensorInfo| (t.byte_range.0 - data_start, t.byte_range.1 - data_start);
+    let mut previous: Option<&TensorInfo> = None;
+    let mut expected = 0u64;
+    for t in tensors {
+        let (start, end) = rel(t);
+        if start < expected {
+            if let Some(p) = previous {
+                return Err(FormatError::OffsetsOverlap {
+                    file: name.to_string(),
+                    first: p.name.clone(),
+                    first_offsets: rel(p),
+                    second: t.name.clone(),
+                    second_offsets: (start, end),
+                });
+            }
+        }
+        if start > expected {
+            let between = match previous {
+                Some(p) => format!("between '{}' {:?} and '{}' {:?}", p.name, rel(p), t.name, (start, end)),
+                None => format!("before the first tensor '{}' {:?}", t.name, (start, end)),
+            };
+            return Err(FormatError::OffsetsGap { file: name.to_string(), start: expected, end: start, between });
+        }
+        expected = end;
+        previous = Some(t);
+    }
+    let data_len = file_len.saturating_sub(data_start);
+    if expected != data_len {
+        let between = match previous {
+            Some(p) => format!("after the last tensor '{}' {:?}, up to the end of the file", p.name, rel(p)),
+            None => "with no tensor at all".to_string(),
+        };
+        return Err(FormatError::OffsetsGap { file: name.to_string(), start: expected, end: data_len, between });
+    }
+    Ok(())
 }
 
 /// Reads the header object, one tensor entry at a time; the first [`FormatError`] is kept aside in

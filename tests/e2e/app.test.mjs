@@ -83,6 +83,8 @@ test("a broken file gets its specific message and the next file still works", as
       "foreign-html": /is an HTML page/,
       "foreign-onnx": /is probably an ONNX model/,
       "foreign-empty": /is empty \(0 bytes\)/,
+      "offsets-overlap": /'model\.embed_tokens\.weight' \(data_offsets \[0, 128\]\) and 'lm_head\.weight' \(data_offsets \[64, 192\]\) overlap/,
+      "offsets-gap": /bytes \[128, 160\) of the data section belong to no tensor/,
     };
     for (const [name, pattern] of Object.entries(cases)) {
       const r = await analyseFiles(b.page, join(OUT, "hostile", `${name}.safetensors`));
