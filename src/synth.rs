@@ -120,21 +120,30 @@ pub fn safetensors_bytes(tensors: &[TensorSpec]) -> Vec<u8> {
     out
 }
 
+/// Name of the `U8` tensor [`safetensors_header`] lists for its `gap`.
+pub const GAP_TENSOR: &str = "model.padding";
+
 /// The header bytes (length prefix included) for tensors laid out back to back, the first at
-/// `gap` bytes into the data section.
+/// `gap` bytes into the data section. A gap is listed as a 1-D `U8` tensor [`GAP_TENSOR`] of
+/// `gap` bytes, since the format requires the tensors to tile the data section.
 pub fn safetensors_header(tensors: &[TensorSpec], gap: u64) -> Vec<u8> {
-    let entries: Vec<(&str, &DType, &[u64], u64)> =
-        tensors.iter().map(|t| (t.name.as_str(), &t.dtype, t.shape.as_slice(), t.data.len() as u64)).collect();
-    header_for(&entries, gap, 0)
+    let u8t = DType::U8;
+    let gap_shape = [gap];
+    let mut entries: Vec<(&str, &DType, &[u64], u64)> = Vec::with_capacity(tensors.len() + 1);
+    if gap > 0 {
+        entries.push((GAP_TENSOR, &u8t, &gap_shape, gap));
+    }
+    entries.extend(tensors.iter().map(|t| (t.name.as_str(), &t.dtype, t.shape.as_slice(), t.data.len() as u64)));
+    header_for(&entries, 0)
 }
 
 /// Header bytes (length prefix included) for `(name, dtype, shape, byte length)` entries laid out
-/// back to back from `gap`, the JSON padded with spaces to a multiple of 8 bytes and to at least
+/// back to back from 0, the JSON padded with spaces to a multiple of 8 bytes and to at least
 /// `min_json_len` bytes.
-fn header_for(entries: &[(&str, &DType, &[u64], u64)], gap: u64, min_json_len: usize) -> Vec<u8> {
+fn header_for(entries: &[(&str, &DType, &[u64], u64)], min_json_len: usize) -> Vec<u8> {
     let mut map = serde_json::Map::new();
     map.insert("__metadata__".into(), serde_json::json!({"format": "pt", "generator": "orthoscope"}));
-    let mut offset = gap;
+    let mut offset = 0;
     for &(name, dtype, shape, len) in entries {
         let end = offset + len;
         map.insert(
@@ -213,7 +222,7 @@ pub fn write_sparse_safetensors(
         at += len;
     }
     entries.push((embedding.name.as_str(), &embedding.dtype, embedding.shape.as_slice(), embed_len));
-    let header = header_for(&entries, 0, SPARSE_HEADER_JSON);
+    let header = header_for(&entries, SPARSE_HEADER_JSON);
     if header.len() as u64 != data_start {
         return Err(invalid(format!("the header needs {} bytes, more than the {data_start} reserved", header.len())));
     }
@@ -251,12 +260,15 @@ pub fn demo(name: &str) -> Option<(String, Vec<u8>)> {
 /// Hostile and broken files, one per failure the reader must name: (case, bytes).
 pub fn hostile_safetensors() -> Vec<(&'static str, Vec<u8>)> {
     let good = || TensorSpec::matrix("model.embed_tokens.weight", DType::F32, 4, 8, &[0.5; 32]);
-    let with_header = |json: &str| {
+    // A header and `data` zero bytes (as many as the offsets cover, so that each case fails for
+    // its own reason and not for a gap at the end).
+    let with_data = |json: &str, data: usize| {
         let mut v = (json.len() as u64).to_le_bytes().to_vec();
         v.extend_from_slice(json.as_bytes());
-        v.extend_from_slice(&[0u8; 128]);
+        v.resize(v.len() + data, 0);
         v
     };
+    let with_header = |json: &str| with_data(json, 128);
     let full = safetensors_bytes(&[good()]);
     let mut cases = vec![
         ("not-safetensors", b"PK\x03\x04 this is a zip file, not a model".to_vec()),
@@ -274,7 +286,7 @@ pub fn hostile_safetensors() -> Vec<(&'static str, Vec<u8>)> {
         ("invalid-json", with_header("{\"model.embed_tokens.weight\": {\"dtype\": \"F32\", ")),
         (
             "unknown-dtype",
-            with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"Q7\",\"shape\":[4,8],\"data_offsets\":[0,16]}}"),
+            with_data("{\"model.embed_tokens.weight\":{\"dtype\":\"Q7\",\"shape\":[4,8],\"data_offsets\":[0,16]}}", 16),
         ),
         (
             "size-mismatch",
@@ -294,14 +306,103 @@ pub fn hostile_safetensors() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "zero-rows",
-            with_header("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[0,8],\"data_offsets\":[0,0]}}"),
+            with_data("{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[0,8],\"data_offsets\":[0,0]}}", 0),
         ),
     ];
+    cases.push((
+        "offsets-overlap",
+        with_data(
+            "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[0,128]},\
+             \"lm_head.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[64,192]}}",
+            192,
+        ),
+    ));
+    cases.push((
+        "offsets-gap",
+        with_data(
+            "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[0,128]},\
+             \"lm_head.weight\":{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[160,288]}}",
+            288,
+        ),
+    ));
     cases.push((
         "all-rows-zero",
         safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::F32, 16, 8, &[0.0; 128])]),
     ));
+    cases.extend(foreign_files());
     cases
+}
+
+/// A zip archive's first local file header (no compression, sizes of `data`) and `data`, as the
+/// start of a zip whose first entry is `name`.
+fn zip_start(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut v = b"PK\x03\x04".to_vec();
+    // version needed 2.0, no flags, stored, time and date 0, crc 0 (not checked by a sniffer).
+    v.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    v.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    v.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    v.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    v.extend_from_slice(&0u16.to_le_bytes());
+    v.extend_from_slice(name.as_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+/// Files of other kinds under a model's name (issue 9, item 3), one per kind `format::sniff`
+/// recognises: tiny byte strings with the right magic, laid out as the real tools write them.
+/// Case names start with `foreign-`.
+pub fn foreign_files() -> Vec<(&'static str, Vec<u8>)> {
+    let pickle = b"\x80\x02}q\x00X\x01\x00\x00\x00aq\x01s.".to_vec();
+    let mut tar = vec![0u8; 1024];
+    tar[..17].copy_from_slice(b"model.safetensors");
+    tar[257..265].copy_from_slice(b"ustar\x0000");
+    let mut webp = b"RIFF".to_vec();
+    webp.extend_from_slice(&26u32.to_le_bytes());
+    webp.extend_from_slice(b"WEBPVP8 \x00\x00\x00\x00");
+    vec![
+        ("foreign-empty", Vec::new()),
+        (
+            "foreign-git-lfs-pointer",
+            b"version https://git-lfs.github.com/spec/v1\n\
+              oid sha256:4d7a2144a7bb0ef8fb5e8e25e5c0ec2b4f8e2f7d3a5e3c2b1a0f9e8d7c6b5a49\n\
+              size 4965799096\n"
+                .to_vec(),
+        ),
+        ("foreign-pytorch-zip", zip_start("archive/data.pkl", &pickle)),
+        (
+            "foreign-pytorch-legacy",
+            b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.\x80\x02M\xe9\x03.".to_vec(),
+        ),
+        ("foreign-pickle", b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x01a\x94K\x01s.".to_vec()),
+        ("foreign-keras", zip_start("metadata.json", b"{\"keras_version\": \"3.5.0\"}")),
+        ("foreign-npz", zip_start("embedding.npy", b"\x93NUMPY\x01\x00")),
+        ("foreign-zip", zip_start("my-model/model.safetensors", &[0u8; 32])),
+        ("foreign-gzip", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00".to_vec()),
+        ("foreign-zstd", b"\x28\xb5\x2f\xfd\x24\x00\x01\x00\x00".to_vec()),
+        ("foreign-xz", b"\xfd7zXZ\x00\x00\x04\xe6\xd6\xb4\x46".to_vec()),
+        ("foreign-tar", tar),
+        ("foreign-hdf5", b"\x89HDF\r\n\x1a\n\x00\x00\x00\x00\x00\x08\x08\x00\x04\x00\x10\x00".to_vec()),
+        // ir_version 8, producer_name "pytorch", producer_version "2.1.0", then graph (field 7).
+        ("foreign-onnx", b"\x08\x08\x12\x07pytorch\x1a\x052.1.0:\x02\x0a\x00".to_vec()),
+        // saved_model_schema_version 1, meta_graphs (length 6) starting with meta_info_def.
+        ("foreign-tf-saved-model", b"\x08\x01\x12\x06\x0a\x04\x12\x02\x08\x01".to_vec()),
+        ("foreign-png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x01".to_vec()),
+        ("foreign-jpeg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01".to_vec()),
+        ("foreign-gif", b"GIF89a\x01\x00\x01\x00\x80\x00\x00".to_vec()),
+        ("foreign-webp", webp),
+        ("foreign-pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n".to_vec()),
+        (
+            "foreign-html",
+            b"\xef\xbb\xbf\n  <!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body></body></html>\n"
+                .to_vec(),
+        ),
+        (
+            "foreign-xml",
+            b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code></Error>\n".to_vec(),
+        ),
+        ("foreign-json", b"{\"error\":\"Entry not found\"}".to_vec()),
+        ("foreign-text", b"Invalid username or password.\n".to_vec()),
+    ]
 }
 
 /// Name of the `k`-th (1-based) of `n` shards, as Hugging Face and llama.cpp write them.

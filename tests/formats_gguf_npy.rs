@@ -808,6 +808,11 @@ fn npy_truncated_anywhere_fails_cleanly() {
 fn safetensors_behaviour_is_unchanged_by_dispatch() {
     for (case, bytes) in synth::hostile_safetensors() {
         let src = SliceSource::new("s.safetensors", bytes);
+        // Files of other kinds are named by the sniffer before the safetensors reader sees them.
+        if case.starts_with("foreign-") || case == "not-safetensors" {
+            assert!(matches!(read_model(&src, 0), Err(FormatError::Foreign { .. })), "{case}");
+            continue;
+        }
         assert_eq!(read_model(&src, 0), safetensors::read_header(&src, 0), "{case}");
     }
     let (_, demo) = synth::demo("class1-like").unwrap();

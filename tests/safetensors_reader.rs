@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::format::sniff::ForeignKind;
 use orthoscope::format::{read_model, DType, FormatError, ModelInfo, TensorInfo};
 use orthoscope::locate::choose;
 use orthoscope::source::{ByteSource, ReadError, SliceSource};
@@ -257,8 +258,11 @@ fn hostile_cases_are_all_covered_here() {
         "not-2d",
         "zero-rows",
         "all-rows-zero",
+        "offsets-overlap",
+        "offsets-gap",
     ];
-    for n in &names {
+    // The foreign-* cases (other kinds of file under a model's name) are tested in tests/foreign_files.rs.
+    for n in names.iter().filter(|n| !n.starts_with("foreign-")) {
         assert!(tested.contains(n), "hostile case {n:?} has no test in tests/safetensors_reader.rs");
     }
 }
@@ -266,16 +270,89 @@ fn hostile_cases_are_all_covered_here() {
 #[test]
 fn hostile_not_safetensors_zip_file_is_refused_with_a_specific_message() {
     let err = read_hostile("not-safetensors").expect_err("a zip file must not parse");
-    // "PK\x03\x04 thi" read as a length is ~7.7e18; a format sniffer may instead say "unknown format".
+    // "PK\x03\x04 thi" read as a length would be ~7.7e18: the zip magic is recognised first.
     match &err {
-        FormatError::HeaderTooLarge { file, len, max } => {
-            assert_eq!(file, "not-safetensors.safetensors");
-            assert!(len > max, "len {len} max {max}");
-        }
-        FormatError::UnknownFormat { file, .. } => assert_eq!(file, "not-safetensors.safetensors"),
-        other => panic!("expected HeaderTooLarge or UnknownFormat, got {other:?}"),
+        FormatError::Foreign { file, kind: ForeignKind::Zip, .. } => assert_eq!(file, "not-safetensors.safetensors"),
+        other => panic!("expected Foreign zip, got {other:?}"),
     }
-    assert_mentions(&err.to_string(), &["not-safetensors.safetensors"]);
+    assert_mentions(&err.to_string(), &["not-safetensors.safetensors is a zip archive", "extract it"]);
+}
+
+/// The oracle: the `safetensors` crate's verdict on the same bytes.
+fn crate_accepts(bytes: &[u8]) -> bool {
+    safetensors::SafeTensors::deserialize(bytes).is_ok()
+}
+
+#[test]
+fn hostile_overlapping_offsets_name_both_tensors() {
+    let err = read_hostile("offsets-overlap").expect_err("tensors sharing bytes");
+    assert_eq!(
+        err,
+        FormatError::OffsetsOverlap {
+            file: "offsets-overlap.safetensors".into(),
+            first: EMBED.into(),
+            first_offsets: (0, 128),
+            second: "lm_head.weight".into(),
+            second_offsets: (64, 192),
+        }
+    );
+    assert_mentions(&err.to_string(), &[EMBED, "[0, 128]", "lm_head.weight", "[64, 192]", "overlap"]);
+    assert!(!crate_accepts(&hostile("offsets-overlap")));
+}
+
+#[test]
+fn hostile_gapped_offsets_name_the_gap_and_its_neighbours() {
+    let err = read_hostile("offsets-gap").expect_err("bytes no tensor covers");
+    assert!(
+        matches!(&err, FormatError::OffsetsGap { start: 128, end: 160, between, .. }
+            if between.contains(EMBED) && between.contains("lm_head.weight")),
+        "{err:?}"
+    );
+    assert_mentions(&err.to_string(), &["[128, 160)", EMBED, "(0, 128)", "lm_head.weight", "(160, 288)"]);
+    assert!(!crate_accepts(&hostile("offsets-gap")));
+}
+
+/// Offsets laid out every way (back to back, a gap before, between or after, overlaps, a tensor
+/// inside another, zero-sized tensors): this reader accepts exactly what the `safetensors` crate
+/// accepts.
+#[test]
+fn offset_tiling_agrees_with_the_safetensors_crate() {
+    // (start, end) of three U8 tensors, and the data section's length.
+    let layouts: &[([(u64, u64); 3], u64)] = &[
+        ([(0, 4), (4, 10), (10, 16)], 16),
+        ([(10, 16), (0, 4), (4, 10)], 16),
+        ([(0, 4), (4, 4), (4, 16)], 16),
+        ([(0, 0), (0, 8), (8, 16)], 16),
+        ([(0, 4), (4, 10), (10, 16)], 20),
+        ([(2, 4), (4, 10), (10, 16)], 16),
+        ([(0, 4), (6, 10), (10, 16)], 16),
+        ([(0, 4), (3, 10), (10, 16)], 16),
+        ([(0, 16), (4, 10), (10, 16)], 16),
+        ([(0, 8), (0, 8), (8, 16)], 16),
+        ([(0, 4), (4, 10), (10, 12)], 16),
+        ([(0, 4), (4, 4), (4, 4)], 4),
+    ];
+    for (offsets, data_len) in layouts {
+        let entries: Vec<String> = offsets
+            .iter()
+            .enumerate()
+            .map(|(i, (s, e))| {
+                format!("\"t{i}\":{{\"dtype\":\"U8\",\"shape\":[{}],\"data_offsets\":[{s},{e}]}}", e - s)
+            })
+            .collect();
+        let json = format!("{{{}}}", entries.join(","));
+        let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(json.as_bytes());
+        bytes.resize(bytes.len() + *data_len as usize, 7);
+        let ours = read("t.safetensors", bytes.clone());
+        assert_eq!(ours.is_ok(), crate_accepts(&bytes), "{offsets:?} in {data_len} bytes: {ours:?}");
+        if let Err(e) = ours {
+            assert!(
+                matches!(e, FormatError::OffsetsOverlap { .. } | FormatError::OffsetsGap { .. }),
+                "{offsets:?}: {e:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -619,11 +696,15 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
     let end = start + rows * row_bytes;
     assert!(start > u32::MAX as u64 && end < 5 * GIB);
     let reads = Rc::new(RefCell::new(Vec::new()));
-    let source = HugeSource { header, len: 5 * GIB, reads: reads.clone() };
+    // The file ends with the embedding: a safetensors data section is tiled exactly by its tensors
+    // (the 4.5 GiB before it are a U8 tensor `synth::GAP_TENSOR`).
+    let source = HugeSource { header, len: end, reads: reads.clone() };
 
-    let model = read_model(&source, 0).expect("a 5 GiB file with a tensor past 4 GiB parses");
-    assert_eq!(model.tensors.len(), 1);
-    let t = model.tensors[0].clone();
+    let model = read_model(&source, 0).expect("a ~4.5 GiB file with a tensor past 4 GiB parses");
+    assert_eq!(model.tensors.len(), 2);
+    assert_eq!(model.tensors[0].name, synth::GAP_TENSOR);
+    let t = model.tensors[1].clone();
+    assert_eq!(t.name, EMBED);
     assert_eq!(t.byte_range, (start, end), "absolute u64 byte range (start = 8 + header + 4.5 GiB)");
     assert_eq!(t.shape, vec![rows, dim]);
     assert!(

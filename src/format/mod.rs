@@ -8,6 +8,7 @@ pub mod gguf;
 pub mod npy;
 pub mod safetensors;
 pub mod set;
+pub mod sniff;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -246,6 +247,19 @@ pub enum FormatError {
     /// Start offset after end offset.
     #[error("{file}: tensor '{tensor}' has data_offsets [{start}, {end}], start after end")]
     BadOffsets { file: String, tensor: String, start: u64, end: u64 },
+    /// Two safetensors tensors share bytes (the format requires each to start where the previous ends).
+    #[error("{file}: tensors '{first}' (data_offsets [{}, {}]) and '{second}' (data_offsets [{}, {}]) overlap; in a safetensors file each tensor's bytes start where the previous one's end (corrupt or hostile file)", .first_offsets.0, .first_offsets.1, .second_offsets.0, .second_offsets.1)]
+    OffsetsOverlap {
+        file: String,
+        first: String,
+        first_offsets: (u64, u64),
+        second: String,
+        second_offsets: (u64, u64),
+    },
+    /// Bytes of a safetensors data section that no tensor covers (the format requires the tensors
+    /// to tile it exactly, up to the end of the file).
+    #[error("{file}: bytes [{start}, {end}) of the data section belong to no tensor ({between}); a safetensors file's tensors must cover its data section exactly (a truncated rewrite, or a corrupt or hostile file)")]
+    OffsetsGap { file: String, start: u64, end: u64, between: String },
     /// The file does not start with the GGUF magic (only when the GGUF reader is called directly).
     #[error("{file}: not a GGUF file (starts with bytes {magic}, expected \"GGUF\")")]
     GgufBadMagic { file: String, magic: String },
@@ -315,6 +329,12 @@ pub enum FormatError {
     /// A `*.safetensors.index.json` is not valid JSON or lacks a `weight_map` of tensor → file names.
     #[error("{file}: not a valid shard index: {reason}")]
     InvalidIndex { file: String, reason: String },
+    /// A shard index names more tensors or shard files than [`set::MAX_INDEX_ENTRIES`] /
+    /// [`set::MAX_INDEX_SHARDS`] allow.
+    #[error(
+        "{file}: the shard index names more than {limit} {what}, over this reader's limit (corrupt or hostile file)"
+    )]
+    IndexOverLimit { file: String, what: &'static str, limit: u64 },
     /// A `config.json` among the files is not valid JSON.
     #[error("{file}: not a valid config.json: {reason}")]
     InvalidConfig { file: String, reason: String },
@@ -340,6 +360,10 @@ pub enum FormatError {
         "none of the files given is a model file Orthoscope reads (.safetensors, .gguf, .npy); ignored: {ignored}"
     )]
     NoModelFiles { ignored: String },
+    /// The file is of a kind Orthoscope does not read (a PyTorch checkpoint, an archive, a web page,
+    /// a Git LFS pointer, …), recognised by its first bytes; `advice` says what to do instead.
+    #[error("{file} is {kind}: {advice}")]
+    Foreign { file: String, kind: sniff::ForeignKind, advice: String },
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -357,20 +381,41 @@ fn gguf_version_hint(version: u32) -> &'static str {
 }
 
 /// Reads the header of a single model file, choosing the format by its first bytes: `GGUF` →
-/// [`gguf`], `\x93NUMPY` → [`npy`], anything else → [`safetensors`] (whose first 8 bytes are a
-/// length, so it has no magic of its own and keeps reporting its own errors for unknown files).
+/// [`gguf`], `\x93NUMPY` → [`npy`], a plausible safetensors length followed by `{` →
+/// [`safetensors`]. Anything else is first looked at by [`sniff`], so that a PyTorch checkpoint, an
+/// archive, a web page or a Git LFS pointer is named as such instead of being read as a
+/// safetensors length; what sniff does not recognise goes to [`safetensors`], whose own errors
+/// stand.
 pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, FormatError> {
-    let mut head = [0u8; 6];
-    let n = source.len().min(head.len() as u64) as usize;
-    let head = head.get_mut(..n).unwrap_or(&mut []);
+    let len = source.len();
+    // Enough for the magics and a safetensors length plus `{`; sniff reads its own longer prefix
+    // only for files that are none of these.
+    let mut buf = [0u8; 9];
+    let n = len.min(buf.len() as u64) as usize;
+    let head = buf.get_mut(..n).unwrap_or(&mut []);
     source.read_at(0, head)?;
     if head.starts_with(gguf::MAGIC) {
         gguf::read_gguf(source, file).map(|(info, _)| info)
     } else if head.starts_with(npy::MAGIC) {
         npy::read_header(source, file)
+    } else if plausible_safetensors(head, len) {
+        safetensors::read_header(source, file)
     } else {
+        sniff::check(source)?;
         safetensors::read_header(source, file)
     }
+}
+
+/// Whether `head` (a file's first bytes) starts like a safetensors file of `file_len` bytes: a
+/// header length within the limit and the file, followed by the JSON object's `{`.
+pub(crate) fn plausible_safetensors(head: &[u8], file_len: u64) -> bool {
+    let (Some(prefix), Some(&brace)) = (head.get(..8), head.get(8)) else {
+        return false;
+    };
+    let mut len_bytes = [0u8; 8];
+    len_bytes.copy_from_slice(prefix);
+    let header_len = u64::from_le_bytes(len_bytes);
+    brace == b'{' && (2..=MAX_HEADER_BYTES).contains(&header_len) && header_len <= file_len.saturating_sub(8)
 }
 
 /// The first bytes of a file, for error messages: printable ASCII as is, anything else as `\xNN`.

@@ -18,17 +18,28 @@
 // The crate-wide `FormatError` is large (see gguf.rs); errors end a read, so size does not matter.
 #![allow(clippy::result_large_err)]
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{gguf, npy, read_model, FormatError, ModelInfo, TensorInfo, MAX_HEADER_BYTES};
+use super::{gguf, npy, read_model, sniff, FormatError, ModelInfo, TensorInfo};
 use crate::source::ByteSource;
 
 /// Largest index or config.json read. Real indexes stay below ~10 MB even for models with tens of
 /// thousands of tensors; anything larger is not what its name says.
 pub const MAX_JSON_BYTES: u64 = 64 << 20;
+
+/// Most entries a shard index's `weight_map` may hold. The largest public checkpoints list about
+/// 10⁵ tensors; this leaves room for ten times more than any, and bounds the memory an index costs.
+pub const MAX_INDEX_ENTRIES: u64 = 2_000_000;
+
+/// Most distinct shard files a shard index may name (the largest public models use a few hundred).
+pub const MAX_INDEX_SHARDS: u64 = 100_000;
 
 /// JSON files of a model folder that are never a shard index, so they are not even opened
 /// (tokenizer.json alone can be tens of MB).
@@ -175,8 +186,9 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
         }
     }
 
-    let weight_map = index.and_then(|i| match roles.get(i) {
-        Some(Role::Index(map)) => Some(map.clone()),
+    // Taken, not cloned: a weight map can hold 10⁶ entries.
+    let weight_map = index.and_then(|i| match roles.get_mut(i) {
+        Some(Role::Index(map)) => Some(std::mem::take(map)),
         _ => None,
     });
     let infos = match (index, weight_map) {
@@ -213,7 +225,12 @@ fn role_of(source: &dyn ByteSource, name: &str) -> Result<Role, FormatError> {
     }
     // An index under another name: recognised by its `weight_map`, otherwise just some JSON.
     let bytes = read_json(source, name)?;
-    let has_weight_map = serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.get("weight_map").is_some());
+    // Only whether the key is there: nothing of the document is kept.
+    #[derive(Deserialize)]
+    struct Probe {
+        weight_map: Option<IgnoredAny>,
+    }
+    let has_weight_map = serde_json::from_slice::<Probe>(&bytes).is_ok_and(|p| p.weight_map.is_some());
     if !has_weight_map {
         return Ok(Role::OtherJson);
     }
@@ -242,23 +259,109 @@ fn read_json(source: &dyn ByteSource, name: &str) -> Result<Vec<u8>, FormatError
     Ok(bytes)
 }
 
-/// `weight_map` of an index: tensor name → shard base name.
+/// `weight_map` of an index: tensor name → shard base name. Read entry by entry (no JSON tree of
+/// the whole document), counting entries and shards against [`MAX_INDEX_ENTRIES`] and
+/// [`MAX_INDEX_SHARDS`] as they come.
 fn parse_index(name: &str, bytes: &[u8]) -> Result<BTreeMap<String, String>, FormatError> {
     let bad = |reason: String| FormatError::InvalidIndex { file: name.to_string(), reason };
     let text = std::str::from_utf8(bytes).map_err(|e| bad(format!("not UTF-8 ({e})")))?;
-    let value: Value = serde_json::from_str(text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
-    let map = value
-        .get("weight_map")
-        .and_then(Value::as_object)
-        .ok_or_else(|| bad("no \"weight_map\" object mapping tensor names to shard file names".to_string()))?;
-    let mut out = BTreeMap::new();
-    for (tensor, shard) in map {
-        let shard = shard
-            .as_str()
-            .ok_or_else(|| bad(format!("\"weight_map\" entry for tensor '{tensor}' is not a file name string")))?;
-        out.insert(tensor.clone(), base_name(shard).to_string());
+    let failure = Cell::new(None);
+    let parsed = IndexSeed { failure: &failure }.deserialize(&mut serde_json::Deserializer::from_str(text));
+    if let Some(failure) = failure.take() {
+        return Err(match failure {
+            IndexFailure::OverLimit { what, limit } => {
+                FormatError::IndexOverLimit { file: name.to_string(), what, limit }
+            }
+            IndexFailure::NotAString(tensor) => {
+                bad(format!("\"weight_map\" entry for tensor '{tensor}' is not a file name string"))
+            }
+        });
     }
-    Ok(out)
+    parsed
+        .map_err(|e| bad(format!("invalid JSON: {e}")))?
+        .ok_or_else(|| bad("no \"weight_map\" object mapping tensor names to shard file names".to_string()))
+}
+
+/// Why [`IndexSeed`] stopped, kept aside so the error is a [`FormatError`] and not serde's text.
+enum IndexFailure {
+    OverLimit { what: &'static str, limit: u64 },
+    NotAString(String),
+}
+
+/// Reads an index document: a JSON object whose `weight_map` is taken, everything else skipped.
+struct IndexSeed<'a> {
+    failure: &'a Cell<Option<IndexFailure>>,
+}
+
+impl<'de> DeserializeSeed<'de> for IndexSeed<'_> {
+    type Value = Option<BTreeMap<String, String>>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IndexSeed<'_> {
+    type Value = Option<BTreeMap<String, String>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object with a \"weight_map\"")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut weight_map = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "weight_map" {
+                weight_map = Some(map.next_value_seed(WeightMapSeed { failure: self.failure })?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(weight_map)
+    }
+}
+
+/// Reads a `weight_map` object entry by entry, within the limits.
+struct WeightMapSeed<'a> {
+    failure: &'a Cell<Option<IndexFailure>>,
+}
+
+impl<'de> DeserializeSeed<'de> for WeightMapSeed<'_> {
+    type Value = BTreeMap<String, String>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for WeightMapSeed<'_> {
+    type Value = BTreeMap<String, String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object mapping tensor names to shard file names")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = BTreeMap::new();
+        let mut shards: HashSet<String> = HashSet::new();
+        let mut entries = 0u64;
+        let stop = |failure: IndexFailure| {
+            self.failure.set(Some(failure));
+            de::Error::custom("index refused")
+        };
+        while let Some(tensor) = map.next_key::<String>()? {
+            entries += 1;
+            if entries > MAX_INDEX_ENTRIES {
+                return Err(stop(IndexFailure::OverLimit { what: "entries", limit: MAX_INDEX_ENTRIES }));
+            }
+            let Value::String(shard) = map.next_value::<Value>()? else {
+                return Err(stop(IndexFailure::NotAString(tensor)));
+            };
+            let shard = base_name(&shard).to_string();
+            if !shards.contains(&shard) {
+                if shards.len() as u64 >= MAX_INDEX_SHARDS {
+                    return Err(stop(IndexFailure::OverLimit { what: "shard files", limit: MAX_INDEX_SHARDS }));
+                }
+                shards.insert(shard.clone());
+            }
+            out.insert(tensor, shard);
+        }
+        Ok(out)
+    }
 }
 
 /// `vocab_size` (or `text_config.vocab_size`, as multimodal configs nest it) of a config.json.
@@ -313,20 +416,23 @@ fn read_indexed(
         let Some(&source) = sources.get(i) else {
             continue;
         };
-        let info = read_model(source, i)?;
+        let mut info = read_model(source, i)?;
         let wanted = by_shard.get(shard).map(Vec::as_slice).unwrap_or(&[]);
-        for tensor in wanted {
-            if !info.tensors.iter().any(|t| t.name == *tensor) {
-                return Err(FormatError::ShardLacksTensor {
-                    index: index_name.clone(),
-                    tensor: tensor.to_string(),
-                    shard: shard.to_string(),
-                });
-            }
+        // Sets of names on both sides: a scan of the shard's list per wanted tensor was O(n²)
+        // (issue 9: 100 000 entries took 10.7 s, 10⁶ never finished).
+        let listed: HashSet<&str> = info.tensors.iter().map(|t| t.name.as_str()).collect();
+        if let Some(tensor) = wanted.iter().find(|t| !listed.contains(*t)) {
+            return Err(FormatError::ShardLacksTensor {
+                index: index_name.clone(),
+                tensor: tensor.to_string(),
+                shard: shard.to_string(),
+            });
         }
-        // Tensors the index puts elsewhere (or nowhere) are not this shard's to give.
-        set.tensors
-            .extend(info.tensors.iter().filter(|t| weight_map.get(&t.name).is_some_and(|s| s == shard)).cloned());
+        drop(listed);
+        // Tensors the index puts elsewhere (or nowhere) are not this shard's to give. Moved, not
+        // cloned: only the shard's format and vocabulary are needed from `info` later.
+        let wanted: HashSet<&str> = wanted.iter().copied().collect();
+        set.tensors.extend(std::mem::take(&mut info.tensors).into_iter().filter(|t| wanted.contains(t.name.as_str())));
         infos.push((i, info));
     }
     set.weight_map = weight_map;
@@ -365,6 +471,18 @@ fn read_unindexed(
         infos.push((i, info));
     }
     if infos.is_empty() {
+        // Nothing to read: if one of the files is a model in another format (a PyTorch .bin, an
+        // ONNX export, a Git LFS pointer …), say so rather than just listing what was ignored.
+        for (i, role) in roles.iter().enumerate() {
+            let (Role::Candidate, Some(&source)) = (role, sources.get(i)) else {
+                continue;
+            };
+            if let Some(error @ FormatError::Foreign { kind, .. }) = sniff::sniff_source(source)? {
+                if kind.is_model_format() {
+                    return Err(error);
+                }
+            }
+        }
         return Err(FormatError::NoModelFiles { ignored: set.ignored.join(", ") });
     }
     // Without an index, the only hint of a missing part is a `-0000k-of-0000N` name.
@@ -391,16 +509,7 @@ fn looks_like_model(source: &dyn ByteSource, name: &str) -> Result<bool, FormatE
     let n = len.min(head.len() as u64) as usize;
     let head = head.get_mut(..n).unwrap_or(&mut []);
     source.read_at(0, head)?;
-    if head.starts_with(gguf::MAGIC) || head.starts_with(npy::MAGIC) {
-        return Ok(true);
-    }
-    let (Some(prefix), Some(&brace)) = (head.get(..8), head.get(8)) else {
-        return Ok(false);
-    };
-    let mut len_bytes = [0u8; 8];
-    len_bytes.copy_from_slice(prefix);
-    let header_len = u64::from_le_bytes(len_bytes);
-    Ok(brace == b'{' && (2..=MAX_HEADER_BYTES).contains(&header_len) && header_len <= len - 8)
+    Ok(head.starts_with(gguf::MAGIC) || head.starts_with(npy::MAGIC) || super::plausible_safetensors(head, len))
 }
 
 /// The names of all parts of a `PREFIX-0000k-of-0000N.EXT` file (Hugging Face shards and

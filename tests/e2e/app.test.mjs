@@ -71,6 +71,15 @@ test("a broken file gets its specific message and the next file still works", as
       "not-2d": /shape \[2, 4, 4\].*must be 2-D/,
       "all-rows-zero": /only 0 usable row\(s\) of 16 \(16 all-zero/,
       "unknown-dtype": /dtype Q7 cannot be analysed/,
+      // Other kinds of file under a model's name (issue 9, item 3): named by their first bytes.
+      "not-safetensors": /is a zip archive: extract it/,
+      "foreign-pytorch-zip": /is a PyTorch checkpoint \(zip archive with data\.pkl\).*save_file/,
+      "foreign-git-lfs-pointer": /is a Git LFS pointer, not the weights.*git lfs pull/,
+      "foreign-html": /is an HTML page/,
+      "foreign-onnx": /is probably an ONNX model/,
+      "foreign-empty": /is empty \(0 bytes\)/,
+      "offsets-overlap": /'model\.embed_tokens\.weight' \(data_offsets \[0, 128\]\) and 'lm_head\.weight' \(data_offsets \[64, 192\]\) overlap/,
+      "offsets-gap": /bytes \[128, 160\) of the data section belong to no tensor/,
     };
     for (const [name, pattern] of Object.entries(cases)) {
       const r = await analyseFiles(b.page, join(OUT, "hostile", `${name}.safetensors`));
