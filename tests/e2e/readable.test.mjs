@@ -5,7 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
-import { assertClean, serve, launch, finalReport, currentRun, openApp, analyseFiles, fixture, writeSafetensors, OUT, ROOT } from "./harness.mjs";
+import { assertClean, serve, launch, finalReport, currentRun, openApp, analyseFiles, fixture, cliReport, writeSafetensors, OUT, ROOT } from "./harness.mjs";
 
 let server;
 before(async () => { server = await serve(join(ROOT, "dist")); });
@@ -122,6 +122,27 @@ test("the Table-1 map draws the paper's 45 models and the session's, and the ove
     // Canvases are sized for the device's pixels (sharp on HiDPI).
     const [w, cw] = await b.page.$eval('[data-testid="histogram"]', (c) => [c.width, c.clientWidth]);
     assert.ok(Math.abs(w - cw * (await b.page.evaluate(() => devicePixelRatio))) <= 1);
+    assertClean(b);
+  } finally { await b.close(); }
+});
+
+test("the page's Report carries the same geometry as the CLI's (spectrum of G/V, dimensions that carry μ)", async () => {
+  const file = writeSafetensors(join(OUT, "geometry-1500x128.safetensors"), [{ name: "model.embed_tokens.weight", rows: 1500, dim: 128, shift: 0.1 }], 17);
+  const want = cliReport(file).geometry;
+  const b = await openApp(server);
+  try {
+    const r = await analyseFiles(b.page, file);
+    assert.equal(r.status, "done", r.text);
+    const g = r.report.geometry;
+    assert.ok(g, "an exact pass at d = 128 carries its geometry with the result");
+    assert.equal(g.timing, "with the result");
+    assert.equal(g.eigenvalues.length, 128);
+    for (let i = 0; i < 10; i++) assert.ok(Math.abs(g.eigenvalues[i] - want.eigenvalues[i]) <= 1e-9 * want.eigenvalues[0], `λ${i}`);
+    for (const k of ["participation_ratio", "effective_rank", "mean_vector_norm"]) {
+      assert.ok(Math.abs(g[k] - want[k]) <= 1e-9 * Math.abs(want[k]), `${k}: page ${g[k]} CLI ${want[k]}`);
+    }
+    assert.deepEqual(g.top_mean_dimensions.map((d) => d.dim), want.top_mean_dimensions.map((d) => d.dim));
+    assert.match(await b.page.textContent('[data-testid="report"]'), /participation ratio/);
     assertClean(b);
   } finally { await b.close(); }
 });
