@@ -182,7 +182,7 @@ fn EmbedResult(
         "capacity indeterminate (ε ≥ 0.1)".to_string()
     };
     // The full view of the same result, without `embed=1`.
-    let back = permalink_href(&r);
+    let back = permalink_href(&r, &crate::permalink::encode(&r));
     view! {
         <article class="embed-card" aria-label="Orthoscope result">
             <h1 class="embed-title">{model.clone()}</h1>

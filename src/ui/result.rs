@@ -101,14 +101,14 @@ pub fn page_base() -> String {
         .unwrap_or_default()
 }
 
-/// The permalink of a report: the full view, the Report in the fragment (and the model's URL, so a
-/// reader can run it again).
-pub fn permalink_href(r: &Report) -> String {
-    format!("{}{}#{}", page_base(), rerun_query(r).unwrap_or_default(), permalink::encode(r))
+/// The permalink of a report: the full view, the Report in the fragment (`permalink::encode`) and
+/// the model's URL, so a reader can run it again.
+pub fn permalink_href(r: &Report, fragment: &str) -> String {
+    format!("{}{}#{fragment}", page_base(), rerun_query(r).unwrap_or_default())
 }
 
 /// The `<iframe>` snippet that embeds this result in a blog post.
-pub fn embed_snippet(r: &Report) -> String {
+pub fn embed_snippet(r: &Report, fragment: &str) -> String {
     let query = match rerun_query(r) {
         Some(q) => format!("{q}&embed=1"),
         None => "?embed=1".to_string(),
@@ -118,7 +118,7 @@ pub fn embed_snippet(r: &Report) -> String {
         "<iframe src=\"{}{}#{}\" width=\"640\" height=\"420\" style=\"border:0;max-width:100%\" title=\"{}\" loading=\"lazy\"></iframe>",
         page_base(),
         query,
-        permalink::encode(r),
+        fragment,
         title
     )
 }
@@ -233,8 +233,9 @@ fn ResultCard(
     let json = serde_json::to_string_pretty(&r).unwrap_or_default();
     let csv = histogram_csv(&r);
     let (json_name, csv_name) = (format!("{stem}.json"), format!("{stem}-histogram.csv"));
-    let link = permalink_href(&r);
-    let snippet = embed_snippet(&r);
+    let fragment = permalink::encode(&r);
+    let link = permalink_href(&r, &fragment);
+    let snippet = embed_snippet(&r, &fragment);
     let copied = RwSignal::new(String::new());
     let (link_copy, snippet_copy) = (link.clone(), snippet.clone());
     let rerun = rerun_query(&r).map(|q| format!("{}{q}", page_base()));

@@ -22,6 +22,8 @@ pub struct Entry {
     /// Stable within the page's life (for keyed lists and buttons).
     pub id: u64,
     pub report: Report,
+    /// The report's permalink fragment: what is stored (encoded once).
+    fragment: String,
     /// Drawn in the overlaid histograms.
     pub overlay: bool,
 }
@@ -56,10 +58,10 @@ impl Session {
             .and_then(|json| serde_json::from_str(&json).ok())
             .unwrap_or_default();
         let entries: Vec<Entry> = stored
-            .iter()
-            .filter_map(|f| permalink::decode(f).ok())
+            .into_iter()
+            .filter_map(|fragment| permalink::decode(&fragment).ok().map(|report| (report, fragment)))
             .enumerate()
-            .map(|(i, report)| Entry { id: i as u64 + 1, report, overlay: i < DEFAULT_OVERLAYS })
+            .map(|(i, (report, fragment))| Entry { id: i as u64 + 1, report, fragment, overlay: i < DEFAULT_OVERLAYS })
             .collect();
         let next = entries.len() as u64 + 1;
         Session { entries: RwSignal::new(entries), next_id: StoredValue::new(next) }
@@ -67,8 +69,7 @@ impl Session {
 
     fn save(&self) {
         let Some(storage) = storage() else { return };
-        let fragments: Vec<String> =
-            self.entries.with_untracked(|e| e.iter().map(|e| permalink::encode(&e.report)).collect());
+        let fragments: Vec<String> = self.entries.with_untracked(|e| e.iter().map(|e| e.fragment.clone()).collect());
         if let Ok(json) = serde_json::to_string(&fragments) {
             // A full or blocked storage only costs persistence, never the page.
             let _ = storage.set_item(STORAGE_KEY, &json);
@@ -84,7 +85,7 @@ impl Session {
                 return;
             }
             let overlay = entries.iter().filter(|e| e.overlay).count() < DEFAULT_OVERLAYS;
-            entries.push(Entry { id, report: report.clone(), overlay });
+            entries.push(Entry { id, report: report.clone(), fragment: permalink::encode(report), overlay });
             if entries.len() > MAX_ENTRIES {
                 entries.remove(0);
             }
