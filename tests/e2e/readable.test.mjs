@@ -143,6 +143,10 @@ test("the page's Report carries the same geometry as the CLI's (spectrum of G/V,
     }
     assert.deepEqual(g.top_mean_dimensions.map((d) => d.dim), want.top_mean_dimensions.map((d) => d.dim));
     assert.match(await b.page.textContent('[data-testid="report"]'), /participation ratio/);
+    // The spectrum draws one point per eigenvalue, and names its numbers.
+    const points = await b.page.$eval('[data-testid="spectrum"] .spectrum-line', (l) => l.getAttribute("points").trim().split(/\s+/).length);
+    assert.equal(points, 128);
+    assert.match(await b.page.getAttribute('[data-testid="spectrum"]', "aria-label"), /half of the second moment lies in the top \d+ of 128 directions/);
     assertClean(b);
   } finally { await b.close(); }
 });
