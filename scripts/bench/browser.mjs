@@ -1,0 +1,51 @@
+// Browser timings for scripts/bench.sh (a benchmark, not a test): serves dist/ on 127.0.0.1, opens
+// the page in headless Chromium with ?workers=N for each N given, drops the file and measures the
+// time to the first running ε on screen and to the exact result. Prints one JSON line per run.
+//   node scripts/bench/browser.mjs DIST FILE N1 [N2 ...]
+import { serve, launch, finalReport, currentRun } from "../../tests/e2e/harness.mjs";
+
+const [dist, file, ...counts] = process.argv.slice(2);
+const server = await serve(dist);
+try {
+  for (const n of counts) {
+    const b = await launch(server.url);
+    try {
+      await b.page.goto(`${server.url}?workers=${n}`);
+      await finalReport(b.page); // the opening demo
+      const before = await currentRun(b.page);
+      // Watch the page itself so the times do not include the test driver's polling.
+      await b.page.evaluate(() => {
+        window.__bench = { first: null, t0: performance.now() };
+        const seen = () => {
+          const el = document.querySelector('[data-testid="running-epsilon"]');
+          if (window.__bench.first === null && el && /ε/.test(el.textContent || "")) {
+            window.__bench.first = performance.now();
+          }
+        };
+        new MutationObserver(seen).observe(document.body, { subtree: true, childList: true, characterData: true });
+      });
+      await b.page.setInputFiles('[data-testid="file-input"]', [file]);
+      const r = await finalReport(b.page, 3_600_000, before);
+      const t = await b.page.evaluate(() => ({ ...window.__bench, end: performance.now() }));
+      if (r.status !== "done") throw new Error(`workers=${n}: ${r.text}`);
+      const peak = await b.page.evaluate(() => window.__orthoscopePeak?.() ?? null).catch(() => null);
+      console.log(JSON.stringify({
+        workers: n,
+        workers_used: r.report.workers ?? 1,
+        seconds: (t.end - t.t0) / 1000,
+        first_estimate_s: t.first === null ? null : (t.first - t.t0) / 1000,
+        timing_ms: r.report.timing_ms,
+        epsilon: r.report.epsilon,
+        mu: r.report.mu,
+        sigma: r.report.sigma,
+        kernel: r.report.kernel,
+        gram_gflops: r.report.gram_gflops ?? null,
+        peak,
+      }));
+    } finally {
+      await b.close();
+    }
+  }
+} finally {
+  server.close();
+}
