@@ -19,7 +19,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
@@ -337,7 +337,7 @@ impl<'de> Visitor<'de> for WeightMapSeed<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = BTreeMap::new();
-        let mut shards: HashSet<String> = HashSet::new();
+        let mut shards: BTreeSet<String> = BTreeSet::new();
         let mut entries = 0u64;
         let stop = |failure: IndexFailure| {
             self.failure.set(Some(failure));
@@ -351,7 +351,8 @@ impl<'de> Visitor<'de> for WeightMapSeed<'_> {
             let Value::String(shard) = map.next_value::<Value>()? else {
                 return Err(stop(IndexFailure::NotAString(tensor)));
             };
-            let shard = base_name(&shard).to_string();
+            // Most entries name a bare file: keep the string rather than copy it.
+            let shard = if base_name(&shard).len() == shard.len() { shard } else { base_name(&shard).to_string() };
             if !shards.contains(&shard) {
                 if shards.len() as u64 >= MAX_INDEX_SHARDS {
                     return Err(stop(IndexFailure::OverLimit { what: "shard files", limit: MAX_INDEX_SHARDS }));
@@ -385,7 +386,8 @@ fn read_indexed(
     set: &mut ModelSet,
 ) -> Result<Vec<(usize, ModelInfo)>, FormatError> {
     let index_name = set.files.get(index).cloned().unwrap_or_default();
-    let mut by_shard: HashMap<&str, Vec<&str>> = HashMap::new();
+    // BTreeMap iteration is in name order, so each shard's list comes out sorted.
+    let mut by_shard: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (tensor, shard) in &weight_map {
         by_shard.entry(shard.as_str()).or_default().push(tensor.as_str());
     }
@@ -417,11 +419,13 @@ fn read_indexed(
             continue;
         };
         let mut info = read_model(source, i)?;
+        // Sorted by name (the weight map is a BTreeMap), so both checks below are binary searches:
+        // a scan of the shard's list per wanted tensor was O(n²) (issue 9: 100 000 entries took
+        // 10.7 s), and hashed sets of 10⁶ names cost more than sorting references.
         let wanted = by_shard.get(shard).map(Vec::as_slice).unwrap_or(&[]);
-        // Sets of names on both sides: a scan of the shard's list per wanted tensor was O(n²)
-        // (issue 9: 100 000 entries took 10.7 s, 10⁶ never finished).
-        let listed: HashSet<&str> = info.tensors.iter().map(|t| t.name.as_str()).collect();
-        if let Some(tensor) = wanted.iter().find(|t| !listed.contains(*t)) {
+        let mut listed: Vec<&str> = info.tensors.iter().map(|t| t.name.as_str()).collect();
+        listed.sort_unstable();
+        if let Some(tensor) = wanted.iter().find(|t| listed.binary_search(t).is_err()) {
             return Err(FormatError::ShardLacksTensor {
                 index: index_name.clone(),
                 tensor: tensor.to_string(),
@@ -431,8 +435,9 @@ fn read_indexed(
         drop(listed);
         // Tensors the index puts elsewhere (or nowhere) are not this shard's to give. Moved, not
         // cloned: only the shard's format and vocabulary are needed from `info` later.
-        let wanted: HashSet<&str> = wanted.iter().copied().collect();
-        set.tensors.extend(std::mem::take(&mut info.tensors).into_iter().filter(|t| wanted.contains(t.name.as_str())));
+        set.tensors.extend(
+            std::mem::take(&mut info.tensors).into_iter().filter(|t| wanted.binary_search(&t.name.as_str()).is_ok()),
+        );
         infos.push((i, info));
     }
     set.weight_map = weight_map;
