@@ -654,7 +654,10 @@ fn an_index_of_a_million_entries_opens() {
     let set = read_set(&sources).expect("a million-entry index opens");
     let seconds = started.elapsed().as_secs_f64();
     let cpu = thread_cpu_ns().zip(cpu_started).map(|(b, a)| format!(", {:.2} s on the CPU", (b - a) as f64 / 1e9));
-    println!("read_model_set over a {ENTRIES}-entry index and {SHARDS} shards: {seconds:.2} s{}", cpu.unwrap_or_default());
+    println!(
+        "read_model_set over a {ENTRIES}-entry index and {SHARDS} shards: {seconds:.2} s{}",
+        cpu.unwrap_or_default()
+    );
 
     assert_eq!(set.tensors.len(), ENTRIES);
     assert_eq!(set.weight_map.len(), ENTRIES);
