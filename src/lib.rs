@@ -9,6 +9,7 @@
 
 pub mod analysis;
 pub mod charts;
+pub mod demo;
 pub mod error;
 pub mod estimate;
 pub mod format;
@@ -23,6 +24,8 @@ pub mod remote;
 pub mod report;
 pub mod source;
 pub mod stats;
+/// Test fixtures and hostile inputs: not in the product (cargo feature `fixtures`).
+#[cfg(feature = "fixtures")]
 pub mod synth;
 
 #[cfg(target_arch = "wasm32")]

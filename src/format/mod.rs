@@ -2,6 +2,8 @@
 //! raw row bytes of any supported [`DType`] into `f32`.
 
 pub mod decode;
+/// Writers of GGUF and .npy test files: not in the product (cargo feature `fixtures`).
+#[cfg(feature = "fixtures")]
 pub mod fixtures;
 pub mod ggml;
 pub mod gguf;
