@@ -7,6 +7,7 @@
 //! models opened by URL. Everything up to here is pure Rust with no browser types, so it is tested
 //! natively; only [`worker`] and [`ui`] (wasm builds) know about the browser.
 
+pub mod accumulate;
 pub mod analysis;
 pub mod charts;
 pub mod demo;
