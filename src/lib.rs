@@ -10,6 +10,9 @@
 pub mod accumulate;
 pub mod analysis;
 pub mod charts;
+/// The malformed-file corpus: not in the product (cargo feature `fixtures`).
+#[cfg(feature = "fixtures")]
+pub mod corpus;
 pub mod demo;
 pub mod error;
 pub mod estimate;

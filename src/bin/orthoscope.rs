@@ -146,6 +146,14 @@ mod cli {
         #[cfg(feature = "fixtures")]
         /// Write one broken or hostile file per failure the reader must name.
         Hostile { dir: PathBuf },
+        #[cfg(feature = "fixtures")]
+        /// Write the malformed-file corpus: OUT/CASE/FILES for each case, and OUT/manifest.json
+        /// listing each case's files, whether it must give an error or a report, and what its
+        /// message must mention.
+        Corpus {
+            #[arg(long)]
+            out: PathBuf,
+        },
     }
 
     #[derive(Clone, Copy, ValueEnum)]
@@ -297,6 +305,8 @@ mod cli {
                 Ok(())
             }
             #[cfg(feature = "fixtures")]
+            Command::Corpus { out } => write_corpus(&out),
+            #[cfg(feature = "fixtures")]
             Command::Hostile { dir } => {
                 std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
                 for (case, bytes) in synth::hostile_safetensors() {
@@ -306,6 +316,29 @@ mod cli {
                 Ok(())
             }
         }
+    }
+
+    #[cfg(feature = "fixtures")]
+    fn write_corpus(out: &std::path::Path) -> Result<(), String> {
+        let io = |p: &std::path::Path, e: std::io::Error| format!("{}: {e}", p.display());
+        let mut manifest = Vec::new();
+        for case in orthoscope::corpus::corpus() {
+            let dir = out.join(&case.name);
+            std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+            for (name, bytes) in &case.files {
+                let path = dir.join(name);
+                std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
+            }
+            let files: Vec<&str> = case.files.iter().map(|(n, _)| n.as_str()).collect();
+            manifest.push(serde_json::json!({
+                "name": case.name, "files": files, "expect": case.expect, "mention": case.mention,
+            }));
+        }
+        let path = out.join("manifest.json");
+        let json = serde_json::to_vec_pretty(&manifest).map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| io(&path, e))?;
+        println!("{} cases in {}", manifest.len(), out.display());
+        Ok(())
     }
 
     fn analyze(files: &[PathBuf], tensor: Option<&str>, seed: u64, rows: Option<u64>) -> Result<Report, String> {
