@@ -83,11 +83,14 @@ impl RowPairs {
     pub fn new(rows: u64, dim: usize) -> Self {
         let dim_padded = kernel::padded_dim(dim);
         let reserve = usize::try_from(rows).unwrap_or(usize::MAX).saturating_mul(dim_padded);
+        let mut units = Vec::new();
+        // A reservation that cannot be had is left to grow with the rows actually kept.
+        let _ = units.try_reserve_exact(reserve);
         Self {
             counts: RowCounts::default(),
             dim,
             dim_padded,
-            units: Vec::with_capacity(reserve),
+            units,
             sum: vec![0.0; dim_padded],
             sum_cos: 0.0,
             sum_cos_sq: 0.0,
