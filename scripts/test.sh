@@ -32,4 +32,7 @@ echo "dist/ gzipped: $(tar -cf - dist | gzip -9 | wc -c) bytes"
 
 step "end-to-end tests in headless Chromium"
 cargo build --locked --release --bin orthoscope
+# The fixture writers (generate-shards, generate-gguf, generate-sparse, hostile, corpus) are not in the
+# release CLI: a separate test binary with the `fixtures` feature.
+cargo build --locked --release --features fixtures --bin orthoscope-fixtures
 node --test --test-concurrency=1 tests/e2e/

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::accumulate::PairAccumulator;
 use crate::error::Error;
 use crate::estimate::{self, Z_95};
 use crate::format::decode::decode_rows;
@@ -17,13 +18,34 @@ use crate::kernel::{self, MAX_CHUNK_ROWS};
 use crate::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
 use crate::report::{HistogramReport, Report, CAPACITY_CAVEAT, SCHEMA_VERSION};
 use crate::source::ByteSource;
-use crate::stats::{normalise_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts, RowFate};
+use crate::stats::{normalise_row, within_block_sums, Moments, PairSample, RowCounts, RowFate};
 
 /// Largest d_model accepted: the f64 Gram triangle is d²/2·8 bytes (537 MB at 16384).
 pub const MAX_DIM: u64 = 16384;
 /// Largest row count accepted (vocabularies are ~10⁵–10⁶): bounds the plan's memory whatever a
 /// header claims.
 pub const MAX_ROWS: u64 = 1 << 26;
+
+/// Rows the pass of `plan` will visit: all, or the blocks holding the first `stop_after_rows`.
+fn planned_rows(plan: &Plan, config: &AnalysisConfig) -> u64 {
+    let blocks = match config.stop_after_rows {
+        Some(limit) => plan.blocks_for_rows(limit),
+        None => plan.blocks.len(),
+    };
+    plan.blocks.iter().take(blocks).map(|&b| plan.block_range(b)).map(|(first, stop)| stop - first).sum()
+}
+
+/// Bytes the accumulator of an analysis of `tensor` with `config` will hold, before anything is
+/// allocated; `None` when the tensor would be refused (not a matrix, or beyond the limits).
+pub fn planned_accumulator_bytes(tensor: &TensorInfo, config: &AnalysisConfig) -> Option<u64> {
+    let (rows, dim) = tensor.matrix()?;
+    if rows == 0 || dim == 0 || dim > MAX_DIM || rows > MAX_ROWS {
+        return None;
+    }
+    let block_rows = config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
+    let plan = Plan::new(rows, config.seed, block_rows, config.histogram_rows);
+    Some(crate::accumulate::planned_bytes(planned_rows(&plan, config), dim as usize))
+}
 
 /// Settings of one analysis.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -101,7 +123,8 @@ pub struct Analysis {
     sample_counts: RowCounts,
     pair_sample: Option<PairSample>,
     pair_block: usize,
-    gram: GramMoments,
+    /// s and G, or the unit rows themselves when there are few (`accumulate`).
+    gram: PairAccumulator,
     /// Σ cos, Σ cos², pair count over pairs within the visited blocks (the running estimate's
     /// within-block stratum).
     within: (f64, f64, u64),
@@ -149,6 +172,8 @@ impl Analysis {
         let dim_padded = kernel::padded_dim(dim);
         let block_rows = config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
         let plan = Plan::new(rows, config.seed, block_rows, config.histogram_rows);
+        // Sized for the rows the pass will visit, which the shape check above bounds.
+        let gram = PairAccumulator::new(planned_rows(&plan, &config), dim);
         Ok(Self {
             source,
             origin,
@@ -164,7 +189,7 @@ impl Analysis {
             sample_counts: RowCounts::default(),
             pair_sample: None,
             pair_block: 0,
-            gram: GramMoments::new(dim),
+            gram,
             within: (0.0, 0.0, 0),
             next_block: 0,
             raw: Vec::new(),
@@ -285,7 +310,8 @@ impl Analysis {
         let end = (self.next_block + blocks_per_step).min(target);
         let d = self.dim_padded;
         let mut kept = 0usize;
-        self.wide.resize(MAX_CHUNK_ROWS * d, 0.0);
+        // No more rows than the matrix has (two rows of d = 16384 need 256 KiB here, not 8 MiB).
+        self.wide.resize(MAX_CHUNK_ROWS.min(self.rows as usize) * d, 0.0);
         // Within-block pairs feed the running estimate only; the final step skips them.
         let estimating = end < self.plan.blocks.len();
         for bi in self.next_block..end {
@@ -302,7 +328,7 @@ impl Analysis {
                     &self.decoded[r * self.dim..(r + 1) * self.dim],
                     &mut self.wide[kept * d..(kept + 1) * d],
                 );
-                self.gram.counts.record(fate);
+                self.gram.record(fate);
                 if fate == RowFate::Kept {
                     kept += 1;
                 }
@@ -343,7 +369,7 @@ impl Analysis {
         if self.is_exact() {
             return Some(all);
         }
-        let counts = self.gram.counts;
+        let counts = self.gram.counts();
         let (w1, w2, wp) = self.within;
         let n = counts.kept as f64;
         let pairs = n * (n - 1.0) / 2.0;
@@ -370,7 +396,7 @@ impl Analysis {
         let se = if self.is_exact() {
             Some(0.0)
         } else {
-            let population = self.rows.saturating_sub(self.gram.counts.dropped());
+            let population = self.rows.saturating_sub(self.gram.counts().dropped());
             self.pair_sample.as_ref().and_then(|s| {
                 estimate::epsilon_standard_error(
                     s,
@@ -403,11 +429,11 @@ impl Analysis {
                 sample_cost + (self.next_block as f64 * self.plan.block_rows as f64).min(pass_rows)
             }
         };
-        let running = if self.gram.counts.kept >= 2 { self.running() } else { None };
+        let running = if self.gram.counts().kept >= 2 { self.running() } else { None };
         Progress {
             phase: self.phase,
             fraction: if self.phase == Phase::Done { 1.0 } else { (done / total).clamp(0.0, 1.0) },
-            rows_seen: self.gram.counts.seen,
+            rows_seen: self.gram.counts().seen,
             rows: self.rows,
             epsilon: running.as_ref().map(|r| r.1),
             epsilon_se: running.and_then(|r| r.2),
@@ -418,7 +444,7 @@ impl Analysis {
     /// The report for what has been computed so far: exact once every row was visited, else an
     /// estimate with its interval. Fails when fewer than two usable rows were seen.
     pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {
-        let counts = self.gram.counts;
+        let counts = self.gram.counts();
         let too_few = || Error::TooFewRows {
             tensor: self.tensor.name.clone(),
             rows: counts.seen,
@@ -482,8 +508,12 @@ impl Analysis {
         if !geometry_expected(self.is_exact(), self.dim as u64) || self.phase != Phase::Done {
             return Ok(None);
         }
-        let gram = self.gram.gram();
-        Geometry::compute(self.gram.sum(), |a, b| gram.get(a, b), self.dim, self.gram.counts.kept, timing).map(Some)
+        self.gram.geometry(self.dim, timing).map(Some)
+    }
+
+    /// Bytes of the pass's accumulator (`Report::accumulator_bytes`).
+    pub fn accumulator_bytes(&self) -> u64 {
+        self.gram.bytes() as u64
     }
 
     pub fn tensor(&self) -> &TensorInfo {

@@ -108,10 +108,34 @@ impl Geometry {
         if dim > MAX_GEOMETRY_DIM {
             return Err(GeometryError::DimTooLarge { dim, max: MAX_GEOMETRY_DIM });
         }
+        if sum.len() < dim {
+            return Err(GeometryError::SumTooShort { len: sum.len(), dim });
+        }
+        let diagonal: Vec<f64> = (0..dim).map(|k| gram(k, k)).collect();
+        let (eigenvalues, eigen_ms) = eigenvalues_scaled(dim, &gram, rows as f64)?;
+        Self::from_spectrum(sum, &diagonal, eigenvalues, eigen_ms, dim, rows, timing)
+    }
+
+    /// From s, the diagonal Gₖₖ (both at least `dim` values), the eigenvalues of G/V (any order;
+    /// those beyond the rank as zeros) and V = `rows`: what both of the pass's accumulators
+    /// (`accumulate`) can provide, the Gram triangle directly and the row route from UUᵀ.
+    pub fn from_spectrum(
+        sum: &[f64],
+        diagonal: &[f64],
+        mut eigenvalues: Vec<f64>,
+        eigen_ms: f64,
+        dim: usize,
+        rows: u64,
+        timing: GeometryTiming,
+    ) -> Result<Geometry, GeometryError> {
+        if rows < 2 {
+            return Err(GeometryError::TooFewRows { rows });
+        }
         let s = sum.get(..dim).ok_or(GeometryError::SumTooShort { len: sum.len(), dim })?;
+        let g = diagonal.get(..dim).ok_or(GeometryError::SumTooShort { len: diagonal.len(), dim })?;
         let v = rows as f64;
         let pairs = v * (v - 1.0);
-        let contributions: Vec<f64> = s.iter().enumerate().map(|(k, &sk)| (sk * sk - gram(k, k)) / pairs).collect();
+        let contributions: Vec<f64> = s.iter().zip(g).map(|(&sk, &gkk)| (sk * sk - gkk) / pairs).collect();
         let mean_from_dimensions = contributions.iter().sum();
         let mut order: Vec<usize> = (0..dim).collect();
         order.sort_by(|&a, &b| contributions[b].abs().total_cmp(&contributions[a].abs()));
@@ -121,19 +145,6 @@ impl Geometry {
             .map(|&k| MeanDimension { dim: k as u64, contribution: contributions[k] })
             .collect();
         let mean_vector_norm = s.iter().map(|x| x * x).sum::<f64>().sqrt() / v;
-
-        let started = now_ms();
-        // The solver reads the lower triangle only; the upper stays zero.
-        let mut g = faer::Mat::<f64>::zeros(dim, dim);
-        for b in 0..dim {
-            for a in b..dim {
-                g[(a, b)] = gram(a, b) / v;
-            }
-        }
-        let mut eigenvalues =
-            g.self_adjoint_eigenvalues(faer::Side::Lower).map_err(|_| GeometryError::NoConvergence)?;
-        drop(g);
-        let eigen_ms = now_ms() - started;
         eigenvalues.sort_by(|a, b| b.total_cmp(a));
         if eigenvalues.iter().any(|x| !x.is_finite()) {
             return Err(GeometryError::NoConvergence);
@@ -184,6 +195,26 @@ pub fn effective_rank(eigenvalues: &[f64]) -> f64 {
         })
         .sum();
     entropy.exp()
+}
+
+/// The eigenvalues of the symmetric n×n matrix M/`scale` (`entry(a, b)` = M_ab, read for a ≥ b
+/// only), unordered, and the milliseconds the solver took.
+pub fn eigenvalues_scaled(
+    n: usize,
+    entry: impl Fn(usize, usize) -> f64,
+    scale: f64,
+) -> Result<(Vec<f64>, f64), GeometryError> {
+    let started = now_ms();
+    // The solver reads the lower triangle only; the upper stays zero.
+    let mut m = faer::Mat::<f64>::zeros(n, n);
+    for b in 0..n {
+        for a in b..n {
+            m[(a, b)] = entry(a, b) / scale;
+        }
+    }
+    let eigenvalues = m.self_adjoint_eigenvalues(faer::Side::Lower).map_err(|_| GeometryError::NoConvergence)?;
+    drop(m);
+    Ok((eigenvalues, now_ms() - started))
 }
 
 /// Milliseconds from an arbitrary origin (std's clock panics in wasm32-unknown-unknown).

@@ -10,11 +10,13 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{Analysis, AnalysisConfig, Origin, Phase, Progress};
+use crate::accumulate::rows_within;
+use crate::analysis::{planned_accumulator_bytes, Analysis, AnalysisConfig, Origin, Phase, Progress};
 use crate::error::Error;
 use crate::format::set::{read_model_set, ModelSet};
 use crate::format::TensorInfo;
 use crate::geometry::{Geometry, GeometryError, GeometryTiming};
+use crate::kernel::MAX_CHUNK_ROWS;
 use crate::locate::choose_in_set;
 use crate::locate::locate;
 use crate::report::{Report, UnembeddingReport};
@@ -89,7 +91,6 @@ impl Job {
         let located = locate(&model);
         let unembedding_info =
             located.unembedding.and_then(|i| model.tensors.get(i)).filter(|u| u.name != info.name).cloned();
-        let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only);
         let source_of = |t: &TensorInfo| -> Result<Rc<dyn ByteSource>, Error> {
             sources
                 .get(t.file)
@@ -112,16 +113,18 @@ impl Job {
             missing: set.missing.clone(),
             ignored: set.ignored.clone(),
         };
+        // The shape checks come first: nothing below reads or allocates for a tensor they refuse.
         let embedding =
             Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason), config.clone())?;
+        let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only);
         // A broken unembedding must not cost the user the embedding's result: it is left out.
         let unembedding = match &unembedding_info {
             Some(_) if options.tensor_bytes_only => None,
             Some(u) => {
-                let config = AnalysisConfig { stop_after_rows: Some(UNEMBEDDING_ROWS), ..config };
-                source_of(u)
-                    .ok()
-                    .and_then(|s| Analysis::new(Box::new(s), u.clone(), origin(u, "unembedding"), config).ok())
+                let config = unembedding_config(u, &config, embedding.accumulator_bytes());
+                source_of(u).ok().zip(config).and_then(|(s, config)| {
+                    Analysis::new(Box::new(s), u.clone(), origin(u, "unembedding"), config).ok()
+                })
             }
             None => None,
         };
@@ -199,6 +202,26 @@ impl Job {
     }
 }
 
+/// The unembedding's sample: [`UNEMBEDDING_ROWS`] rows, fewer when their accumulator would hold
+/// more than the embedding's `budget` bytes (issue 9: the unembedding pass never needs more memory
+/// than the embedding pass), none when not even two rows fit.
+fn unembedding_config(u: &TensorInfo, config: &AnalysisConfig, budget: u64) -> Option<AnalysisConfig> {
+    let sampled = AnalysisConfig { stop_after_rows: Some(UNEMBEDDING_ROWS), ..config.clone() };
+    if planned_accumulator_bytes(u, &sampled)? <= budget {
+        return Some(sampled);
+    }
+    let (_, dim) = u.matrix()?;
+    // Whole blocks: the pass rounds its row target up to one.
+    let block = config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
+    let rows = rows_within(budget, dim as usize) / block * block;
+    let fewer = AnalysisConfig { stop_after_rows: Some(rows), ..config.clone() };
+    (rows >= 2 && planned_accumulator_bytes(u, &fewer)? <= budget).then_some(fewer)
+}
+
+/// Rows of a tensor compared per read in the tied check: the check's memory stays at two such
+/// buffers however wide a header says the rows are.
+const TIED_CHECK_CHUNK_BYTES: u64 = 1 << 16;
+
 /// Decides whether input and output embeddings are tied: no separate output tensor, or a separate
 /// one whose bytes equal the embedding's on [`TIED_CHECK_ROWS`] rows spread over the matrix. Without
 /// `compare_bytes`, only what the headers decide is said.
@@ -239,19 +262,26 @@ fn tied_check(
     };
     let row_bytes = if rows == 0 { 0 } else { (embedding.byte_range.1 - embedding.byte_range.0) / rows };
     let checks = TIED_CHECK_ROWS.min(rows);
-    let (mut a, mut b) = (vec![0u8; row_bytes as usize], vec![0u8; row_bytes as usize]);
+    let chunk = row_bytes.min(TIED_CHECK_CHUNK_BYTES) as usize;
+    let (mut a, mut b) = (vec![0u8; chunk], vec![0u8; chunk]);
     for i in 0..checks {
         let r = i * rows / checks.max(1);
-        let ok = es.read_at(embedding.byte_range.0 + r * row_bytes, &mut a).is_ok()
-            && us.read_at(u.byte_range.0 + r * row_bytes, &mut b).is_ok();
-        if !ok {
-            return Tied { tied: None, evidence: "unknown: rows could not be read".into() };
-        }
-        if a != b {
-            return Tied {
-                tied: Some(false),
-                evidence: format!("separate {} with different values (row {r} differs)", u.name),
-            };
+        let mut at = 0u64;
+        while at < row_bytes {
+            let n = (row_bytes - at).min(chunk as u64) as usize;
+            let (a, b) = (&mut a[..n], &mut b[..n]);
+            let ok = es.read_at(embedding.byte_range.0 + r * row_bytes + at, a).is_ok()
+                && us.read_at(u.byte_range.0 + r * row_bytes + at, b).is_ok();
+            if !ok {
+                return Tied { tied: None, evidence: "unknown: rows could not be read".into() };
+            }
+            if a != b {
+                return Tied {
+                    tied: Some(false),
+                    evidence: format!("separate {} with different values (row {r} differs)", u.name),
+                };
+            }
+            at += n as u64;
         }
     }
     Tied { tied: Some(true), evidence: format!("separate {} with equal values on the {checks} rows compared", u.name) }

@@ -7,8 +7,13 @@
 //! models opened by URL. Everything up to here is pure Rust with no browser types, so it is tested
 //! natively; only [`worker`] and [`ui`] (wasm builds) know about the browser.
 
+pub mod accumulate;
 pub mod analysis;
 pub mod charts;
+/// The malformed-file corpus: not in the product (cargo feature `fixtures`).
+#[cfg(feature = "fixtures")]
+pub mod corpus;
+pub mod demo;
 pub mod error;
 pub mod estimate;
 pub mod format;
@@ -23,6 +28,8 @@ pub mod remote;
 pub mod report;
 pub mod source;
 pub mod stats;
+/// Test fixtures and hostile inputs: not in the product (cargo feature `fixtures`).
+#[cfg(feature = "fixtures")]
 pub mod synth;
 
 #[cfg(target_arch = "wasm32")]

@@ -1,12 +1,14 @@
 //! Native command line over the same core as the web page: the same `Report`, as JSON or text.
+//! With the cargo feature `fixtures` (the `orthoscope-fixtures` binary) it also writes the test
+//! fixtures, hostile files and the malformed-file corpus the end-to-end tests use.
 
 #[cfg(not(target_arch = "wasm32"))]
-fn main() -> std::process::ExitCode {
+pub fn main() -> std::process::ExitCode {
     cli::main()
 }
 
 #[cfg(target_arch = "wasm32")]
-fn main() {}
+pub fn main() {}
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
@@ -17,6 +19,8 @@ mod cli {
 
     use clap::{Parser, Subcommand, ValueEnum};
     use orthoscope::analysis::AnalysisConfig;
+    use orthoscope::demo;
+    #[cfg(feature = "fixtures")]
     use orthoscope::format::fixtures::gguf_model;
     use orthoscope::format::set::{read_model_set, ModelSet};
     use orthoscope::format::DType;
@@ -25,6 +29,7 @@ mod cli {
     use orthoscope::locate::locate;
     use orthoscope::report::Report;
     use orthoscope::source::{ByteSource, FileSource};
+    #[cfg(feature = "fixtures")]
     use orthoscope::synth;
 
     #[derive(Parser)]
@@ -76,6 +81,7 @@ mod cli {
             #[arg(long, default_value = "model.embed_tokens.weight")]
             name: String,
         },
+        #[cfg(feature = "fixtures")]
         /// Write a sparse safetensors file of --size-gib GiB with the embedding
         /// (model.embed_tokens.weight, --rows × --dim) at its very end, past the 4 GiB mark: a
         /// "huge shard" for testing files beyond 32-bit offsets without the disk space. Everything
@@ -97,6 +103,7 @@ mod cli {
             #[arg(long, default_value_t = 1)]
             seed: u64,
         },
+        #[cfg(feature = "fixtures")]
         /// Write a sharded safetensors model into DIR: model-0000k-of-0000N.safetensors (the
         /// embedding model.embed_tokens.weight in the first), model.safetensors.index.json and config.json.
         GenerateShards {
@@ -117,6 +124,7 @@ mod cli {
             #[arg(long, default_value_t = 1)]
             seed: u64,
         },
+        #[cfg(feature = "fixtures")]
         /// Write a llama.cpp-style GGUF model (token_embd.weight, output.weight, a vocabulary); with
         /// --split N, N files OUT-0000k-of-0000N.gguf.
         GenerateGguf {
@@ -135,8 +143,17 @@ mod cli {
             #[arg(long, default_value_t = 1)]
             seed: u64,
         },
+        #[cfg(feature = "fixtures")]
         /// Write one broken or hostile file per failure the reader must name.
         Hostile { dir: PathBuf },
+        #[cfg(feature = "fixtures")]
+        /// Write the malformed-file corpus: OUT/CASE/FILES for each case, and OUT/manifest.json
+        /// listing each case's files, whether it must give an error or a report, and what its
+        /// message must mention.
+        Corpus {
+            #[arg(long)]
+            out: PathBuf,
+        },
     }
 
     #[derive(Clone, Copy, ValueEnum)]
@@ -211,11 +228,12 @@ mod cli {
                 Ok(())
             }
             Command::Generate { out, kind, rows, dim, dtype, seed, name } => {
+                let dtype = float_dtype(&dtype)?;
                 let values = generate(kind, rows, dim, seed);
-                let dtype = DType::from_safetensors(&dtype.to_uppercase());
-                let t = synth::TensorSpec::matrix(&name, dtype, rows, dim, &values);
-                std::fs::write(&out, synth::safetensors_bytes(&[t])).map_err(|e| format!("{}: {e}", out.display()))
+                let t = demo::TensorSpec::matrix(&name, dtype, rows, dim, &values);
+                std::fs::write(&out, demo::safetensors_bytes(&[t])).map_err(|e| format!("{}: {e}", out.display()))
             }
+            #[cfg(feature = "fixtures")]
             Command::GenerateSparse { out, size_gib, rows, dim, dtype, kind, seed } => {
                 let dtype = float_dtype(&dtype)?;
                 if !(size_gib.is_finite() && size_gib > 0.0 && size_gib < 1e9) {
@@ -242,6 +260,7 @@ mod cli {
                 );
                 Ok(())
             }
+            #[cfg(feature = "fixtures")]
             Command::GenerateShards { dir, rows, dim, shards, no_index, dtype, kind, seed } => {
                 if shards == 0 {
                     return Err("--shards must be at least 1".to_string());
@@ -255,6 +274,7 @@ mod cli {
                 }
                 Ok(())
             }
+            #[cfg(feature = "fixtures")]
             Command::GenerateGguf { out, rows, dim, ggml_type, split, kind, seed } => {
                 let dtype = ggml_dtype(&ggml_type)?;
                 // split.count is a uint16 in llama.cpp's files.
@@ -268,7 +288,7 @@ mod cli {
                     ));
                 }
                 let values = generate(kind, rows, dim, seed);
-                let output = synth::random_init(rows, dim, seed.wrapping_add(1));
+                let output = demo::random_init(rows, dim, seed.wrapping_add(1));
                 let parts = gguf_model(&values, &output, rows, dim, &dtype, split)
                     .ok_or_else(|| format!("cannot write tensors of type {} ({rows} × {dim})", dtype.name()))?;
                 let paths: Vec<PathBuf> = if split == 1 {
@@ -284,6 +304,9 @@ mod cli {
                 }
                 Ok(())
             }
+            #[cfg(feature = "fixtures")]
+            Command::Corpus { out } => write_corpus(&out),
+            #[cfg(feature = "fixtures")]
             Command::Hostile { dir } => {
                 std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
                 for (case, bytes) in synth::hostile_safetensors() {
@@ -293,6 +316,29 @@ mod cli {
                 Ok(())
             }
         }
+    }
+
+    #[cfg(feature = "fixtures")]
+    fn write_corpus(out: &std::path::Path) -> Result<(), String> {
+        let io = |p: &std::path::Path, e: std::io::Error| format!("{}: {e}", p.display());
+        let mut manifest = Vec::new();
+        for case in orthoscope::corpus::corpus() {
+            let dir = out.join(&case.name);
+            std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+            for (name, bytes) in &case.files {
+                let path = dir.join(name);
+                std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
+            }
+            let files: Vec<&str> = case.files.iter().map(|(n, _)| n.as_str()).collect();
+            manifest.push(serde_json::json!({
+                "name": case.name, "files": files, "expect": case.expect, "mention": case.mention,
+            }));
+        }
+        let path = out.join("manifest.json");
+        let json = serde_json::to_vec_pretty(&manifest).map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| io(&path, e))?;
+        println!("{} cases in {}", manifest.len(), out.display());
+        Ok(())
     }
 
     fn analyze(files: &[PathBuf], tensor: Option<&str>, seed: u64, rows: Option<u64>) -> Result<Report, String> {
@@ -338,9 +384,9 @@ mod cli {
 
     fn generate(kind: Kind, rows: usize, dim: usize, seed: u64) -> Vec<f32> {
         match kind {
-            Kind::TrainedLike => synth::trained_like(rows, dim, seed),
-            Kind::RandomInit => synth::random_init(rows, dim, seed),
-            Kind::Class1Like => synth::class1_like(rows, dim, seed),
+            Kind::TrainedLike => demo::trained_like(rows, dim, seed),
+            Kind::RandomInit => demo::random_init(rows, dim, seed),
+            Kind::Class1Like => demo::class1_like(rows, dim, seed),
         }
     }
 
@@ -352,6 +398,7 @@ mod cli {
         }
     }
 
+    #[cfg(feature = "fixtures")]
     /// A type the GGUF writer encodes, by its ggml name (Q8_0, Q6_K, F16, …).
     fn ggml_dtype(name: &str) -> Result<DType, String> {
         let upper = name.to_uppercase();
@@ -363,6 +410,7 @@ mod cli {
         }
     }
 
+    #[cfg(feature = "fixtures")]
     fn source_name(path: &std::path::Path) -> String {
         path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
     }

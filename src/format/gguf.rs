@@ -149,7 +149,7 @@ impl GgufType {
     }
 }
 
-/// A metadata value as kept by the reader (and as written by [`super::fixtures::gguf_bytes`]).
+/// A metadata value as kept by the reader (and as written by `format::fixtures::gguf_bytes`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum GgufValue {
     U8(u8),

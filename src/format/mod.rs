@@ -2,6 +2,8 @@
 //! raw row bytes of any supported [`DType`] into `f32`.
 
 pub mod decode;
+/// Writers of GGUF and .npy test files: not in the product (cargo feature `fixtures`).
+#[cfg(feature = "fixtures")]
 pub mod fixtures;
 pub mod ggml;
 pub mod gguf;
@@ -402,7 +404,16 @@ pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, For
         safetensors::read_header(source, file)
     } else {
         sniff::check(source)?;
-        safetensors::read_header(source, file)
+        // A name that says GGUF or .npy is believed over the safetensors fallback: a damaged magic
+        // then reads "not a GGUF file", not "header claims 14165034823 bytes" (found by the corpus).
+        let name = source.name().to_ascii_lowercase();
+        if name.ends_with(".gguf") {
+            Err(FormatError::GgufBadMagic { file: source.name().to_string(), magic: show_magic(head) })
+        } else if name.ends_with(".npy") {
+            Err(FormatError::NpyBadMagic { file: source.name().to_string(), magic: show_magic(head) })
+        } else {
+            safetensors::read_header(source, file)
+        }
     }
 }
 

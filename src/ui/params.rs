@@ -4,8 +4,8 @@
 
 use web_sys::UrlSearchParams;
 
+use crate::demo::DEFAULT_DEMO;
 use crate::plan::DEFAULT_SEED;
-use crate::synth::DEFAULT_DEMO;
 use crate::worker::protocol::SourceSpec;
 
 #[derive(Clone, Debug, PartialEq)]

@@ -14,7 +14,7 @@ use crate::report::Report;
 pub enum SourceSpec {
     /// The `File`s attached to the message (one model file, or shards with their index).
     Files,
-    /// A built-in demo, generated in the worker (`synth::demo`).
+    /// A built-in demo, generated in the worker (`demo::demo`).
     Demo(String),
     /// A model file (`.safetensors`, `.gguf`, `.npy`) or a shard index (`*.json`, its shards next to
     /// it) on a server that allows CORS, read with HTTP Range requests (`?url=`).

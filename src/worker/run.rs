@@ -14,12 +14,12 @@ use super::blob_source::BlobSource;
 use super::http_source::{HttpSource, Traffic};
 use super::protocol::{Envelope, Request, Response, SourceSpec};
 use crate::analysis::AnalysisConfig;
+use crate::demo;
 use crate::format::set::MAX_JSON_BYTES;
 use crate::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::job::{Job, JobOptions};
 use crate::remote::{self, HfRepo, RemoteError, HF_INDEX_FILE, HF_SINGLE_FILE};
 use crate::source::{ByteSource, ReadError, SliceSource};
-use crate::synth;
 
 /// How long the analysis loop may run before it lets messages in (Cancel, StopEarly, a new run).
 const TASK_YIELD_MS: f64 = 50.0;
@@ -119,8 +119,8 @@ async fn open_sources(source: &SourceSpec, files: Vec<File>) -> Result<Sources, 
             let bytes = match cached {
                 Some(b) => b,
                 None => {
-                    let (_, bytes) = synth::demo(name).ok_or_else(|| {
-                        let names: Vec<&str> = synth::DEMOS.iter().map(|d| d.0).collect();
+                    let (_, bytes) = demo::demo(name).ok_or_else(|| {
+                        let names: Vec<&str> = demo::DEMOS.iter().map(|d| d.0).collect();
                         format!("no built-in demo named '{name}' (try {})", names.join(", "))
                     })?;
                     let bytes = Arc::new(bytes);

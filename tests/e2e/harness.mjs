@@ -114,10 +114,20 @@ import { mkdirSync, existsSync, writeFileSync } from "node:fs";
 
 export const OUT = join(ROOT, "tests/e2e/out");
 const CLI = join(ROOT, "target/release/orthoscope");
+/** The same CLI with the fixture writers (cargo feature `fixtures`), a test tool never shipped. */
+const FIXTURE_CLI = join(ROOT, "target/release/orthoscope-fixtures");
+/** Subcommands only the fixture CLI has. */
+const FIXTURE_COMMANDS = new Set(["generate-sparse", "generate-shards", "generate-gguf", "hostile", "corpus"]);
 
-/** Runs the native CLI (built by scripts/test.sh) and returns stdout. */
+/** Runs the native CLI (built by scripts/test.sh) and returns stdout; fixture writers run from
+ *  `orthoscope-fixtures` (`cargo build --release --features fixtures --bin orthoscope-fixtures`). */
 export function cli(...args) {
-  return execFileSync(CLI, args, { encoding: "utf8", maxBuffer: 64 << 20 });
+  const bin = FIXTURE_COMMANDS.has(args[0]) ? FIXTURE_CLI : CLI;
+  if (!existsSync(bin)) {
+    const build = bin === CLI ? "--bin orthoscope" : "--features fixtures --bin orthoscope-fixtures";
+    throw new Error(`${bin} is missing: run cargo build --release ${build}`);
+  }
+  return execFileSync(bin, args, { encoding: "utf8", maxBuffer: 64 << 20 });
 }
 
 /** A generated fixture under tests/e2e/out, made once by the CLI's `generate` command. */

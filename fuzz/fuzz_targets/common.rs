@@ -1,0 +1,22 @@
+//! What every target checks besides "no panic": an accepted header keeps its tensors inside the
+//! file(s) it was given.
+
+use orthoscope::format::{read_model, ModelInfo};
+use orthoscope::source::SliceSource;
+
+pub fn check(info: &ModelInfo, lens: &[u64]) {
+    for t in &info.tensors {
+        let len = lens.get(t.file).copied();
+        assert!(len.is_some(), "{} names file {} of {}", t.name, t.file, lens.len());
+        let len = len.unwrap_or(0);
+        assert!(t.byte_range.0 <= t.byte_range.1 && t.byte_range.1 <= len, "{} at {:?} in {len} bytes", t.name, t.byte_range);
+    }
+}
+
+/// One file under `name` (its extension picks nothing: the magic does, as in the app).
+pub fn read_one(name: &str, bytes: Vec<u8>) {
+    let len = bytes.len() as u64;
+    if let Ok(info) = read_model(&SliceSource::new(name, bytes), 0) {
+        check(&info, &[len]);
+    }
+}

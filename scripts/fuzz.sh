@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Fuzzes the four header parsers (issue 9 item 5) for SECONDS each (default 600):
+#   scripts/fuzz.sh [seconds] [target ...]
+# Installs what it needs when missing (idempotent): a nightly toolchain through rustup and
+# cargo-fuzz through cargo install. Seeds each target from the malformed-file corpus
+# (`orthoscope-fixtures corpus`). Crashes land in fuzz/artifacts/TARGET/; make each a regression
+# test named after what it pins (tests/corpus.rs or tests/parser_props.rs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+seconds="${1:-600}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index)
+
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+
+# Seeds: every corpus file, with the magic the target adds stripped.
+seeds=fuzz/corpus
+if [ ! -d "$seeds/safetensors_header" ]; then
+  cargo build --release --features fixtures --bin orthoscope-fixtures
+  generated=$(mktemp -d)
+  "${CARGO_TARGET_DIR:-target}/release/orthoscope-fixtures" corpus --out "$generated" >/dev/null
+  mkdir -p "$seeds"/{safetensors_header,gguf_header,npy_header,shard_index}
+  for f in "$generated"/*/*; do
+    case_name=$(basename "$(dirname "$f")")
+    case "$f" in
+      *.gguf) tail -c +5 "$f" > "$seeds/gguf_header/$case_name" ;;
+      *.npy) tail -c +7 "$f" > "$seeds/npy_header/$case_name" ;;
+      *.index.json) cp "$f" "$seeds/shard_index/$case_name" ;;
+      *) cp "$f" "$seeds/safetensors_header/$case_name" ;;
+    esac
+  done
+  rm -rf "$generated"
+fi
+
+cd fuzz
+mkdir -p logs
+failed=0
+for t in "${targets[@]}"; do
+  echo "== $t: ${seconds}s (log: fuzz/logs/$t.log)"
+  # -rss_limit_mb catches allocations that follow a header's claims instead of the file.
+  status=0
+  cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
+    >"logs/$t.log" 2>&1 || status=$?
+  grep -E 'stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY|panicked at' "logs/$t.log" || true
+  if [ "$status" -ne 0 ]; then
+    echo "   $t FAILED (exit $status): see fuzz/logs/$t.log and fuzz/artifacts/$t/"; tail -n 20 "logs/$t.log"; failed=1
+  fi
+done
+exit "$failed"

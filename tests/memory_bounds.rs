@@ -1,0 +1,308 @@
+//! Memory bounded by the work (issue 9 item 2): peak heap allocation, counted by a global allocator,
+//! for inputs whose headers claim far more than their data; and the V×V route (`accumulate`) gives
+//! the same μ, σ and spectrum as the Gram route.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use orthoscope::accumulate::{gram_bytes, route_for, rows_bytes, PairAccumulator, Route, RowPairs};
+use orthoscope::analysis::AnalysisConfig;
+use orthoscope::geometry::GeometryTiming;
+use orthoscope::job::Job;
+use orthoscope::source::{check_range, ByteSource, ReadError, SliceSource};
+use orthoscope::stats::{normalise_row, GramMoments, RowFate};
+use orthoscope::synth::{self, safetensors_bytes, TensorSpec};
+use orthoscope::{Error, Report};
+
+/// Counts live heap bytes and their high-water mark.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(n: usize) {
+    let now = LIVE.fetch_add(n, Ordering::SeqCst) + n;
+    PEAK.fetch_max(now, Ordering::SeqCst);
+}
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only counters are added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, Ordering::SeqCst);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// One measurement at a time: the counters are global.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The issue's budget for any input whose embedding data is under 100 MB.
+const BUDGET: usize = 600_000_000;
+
+/// Runs `f` and returns its result and the peak bytes allocated above what was live before.
+fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let base = LIVE.load(Ordering::SeqCst);
+    PEAK.store(base, Ordering::SeqCst);
+    let out = f();
+    (out, PEAK.load(Ordering::SeqCst).saturating_sub(base))
+}
+
+/// A file that is a header followed by `len − header` zero bytes never held in memory: what a
+/// header may claim, without the disk or RAM to back it.
+struct ZeroTail {
+    header: Vec<u8>,
+    len: u64,
+}
+
+impl ByteSource for ZeroTail {
+    fn name(&self) -> &str {
+        "claims.safetensors"
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        check_range(self.name(), offset, buf.len() as u64, self.len)?;
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = usize::try_from(offset).ok().and_then(|o| self.header.get(o + i)).copied().unwrap_or(0);
+        }
+        Ok(())
+    }
+}
+
+fn run(sources: Vec<Rc<dyn ByteSource>>) -> Result<Report, Error> {
+    let (job, _) = Job::open(sources, None, AnalysisConfig::default())?;
+    job.run()?.report_with_geometry(0.0)
+}
+
+fn file(name: &str, tensors: &[TensorSpec]) -> Rc<dyn ByteSource> {
+    Rc::new(SliceSource::new(name, safetensors_bytes(tensors)))
+}
+
+#[test]
+fn embedding_and_lm_head_of_two_wide_rows_each_stay_small() {
+    let d = 16384;
+    let e = synth::trained_like(2, d, 3);
+    let u = synth::random_init(2, d, 4);
+    let source = file(
+        "wide.safetensors",
+        &[
+            TensorSpec::matrix("model.embed_tokens.weight", orthoscope::format::DType::F32, 2, d, &e),
+            TensorSpec::matrix("lm_head.weight", orthoscope::format::DType::F32, 2, d, &u),
+        ],
+    );
+    let (report, peak) = peak_of(|| run(vec![source]));
+    let report = report.expect("two rows of d = 16384 analyse");
+    println!("embedding + lm_head, 2 × 16384 each: peak {peak} bytes, accumulator {} bytes", report.accumulator_bytes);
+    assert!(peak < BUDGET, "peak {peak} bytes");
+    // The row route: two f64 rows and s, not a 1 GiB Gram.
+    assert_eq!(report.accumulator_bytes, rows_bytes(2, d));
+    assert!(peak < 8_000_000, "peak {peak} bytes for 256 KiB of data");
+    assert_eq!((report.rows_used, report.pairs, report.exact), (2, 1, true));
+    let cos = cosine(&e[..d], &e[d..]);
+    assert!((report.mu - cos).abs() < 1e-12, "μ {} vs the one cosine {cos}", report.mu);
+    assert_eq!(report.sigma, 0.0);
+    let un = report.unembedding.as_ref().expect("the lm_head is sampled");
+    assert_eq!(un.rows_seen, 2);
+    assert!((un.mu - cosine(&u[..d], &u[d..])).abs() < 1e-12);
+    assert_eq!(report.tied, Some(false));
+}
+
+#[test]
+fn a_header_claiming_gib_wide_rows_is_refused_before_allocating() {
+    // Two tensors of 2 rows × 2²⁸ F32 (1 GiB per row) that the file's length covers: the tied check
+    // would compare them row by row, the Gram would be 2⁵⁵ bytes.
+    let wide: u64 = 1 << 28;
+    let row_bytes = wide * 4;
+    let json = format!(
+        "{{\"model.embed_tokens.weight\":{{\"dtype\":\"F32\",\"shape\":[2,{wide}],\"data_offsets\":[0,{}]}},\
+         \"lm_head.weight\":{{\"dtype\":\"F32\",\"shape\":[2,{wide}],\"data_offsets\":[{},{}]}}}}",
+        2 * row_bytes,
+        2 * row_bytes,
+        4 * row_bytes
+    );
+    let mut header = (json.len() as u64).to_le_bytes().to_vec();
+    header.extend_from_slice(json.as_bytes());
+    let len = header.len() as u64 + 4 * row_bytes;
+    let source: Rc<dyn ByteSource> = Rc::new(ZeroTail { header, len });
+    let (result, peak) = peak_of(|| run(vec![source]));
+    println!("header claiming 1 GiB-wide rows: peak {peak} bytes");
+    assert!(matches!(result, Err(Error::DimTooLarge { dim, .. }) if dim == wide), "{result:?}");
+    assert!(peak < 1_000_000, "peak {peak} bytes before the refusal");
+}
+
+#[test]
+fn two_rows_of_d_16384_do_not_allocate_a_gram() {
+    let d = 16384;
+    let v = synth::random_init(2, d, 9);
+    let source = file(
+        "two.safetensors",
+        &[TensorSpec::matrix("model.embed_tokens.weight", orthoscope::format::DType::BF16, 2, d, &v)],
+    );
+    let (report, peak) = peak_of(|| run(vec![source]));
+    let report = report.expect("analyses");
+    println!("two rows of d = 16384: peak {peak} bytes, accumulator {} bytes", report.accumulator_bytes);
+    assert!(peak < BUDGET);
+    assert!(peak < 4_000_000, "peak {peak} bytes");
+    assert!(report.accumulator_bytes < gram_bytes(d) / 1000);
+    // Above the geometry's limit on either route: it says so by leaving the geometry out.
+    assert!(report.geometry.is_none());
+}
+
+#[test]
+fn a_wide_unembedding_is_sampled_within_the_embeddings_budget() {
+    // Embedding 100 × 64 (Gram route, a few KiB) and an lm_head of 100 × 4096 (its 8192-row sample
+    // would hold 100 rows of 32 KiB = 3.2 MB, more than the embedding's accumulator): the unembedding
+    // keeps only as many rows as fit the embedding's bytes.
+    let e = synth::random_init(100, 64, 1);
+    let u = synth::random_init(100, 4096, 2);
+    let dt = orthoscope::format::DType::F32;
+    let source = file(
+        "m.safetensors",
+        &[
+            TensorSpec::matrix("model.embed_tokens.weight", dt.clone(), 100, 64, &e),
+            TensorSpec::matrix("lm_head.weight", dt, 100, 4096, &u),
+        ],
+    );
+    let (job, opened) = Job::open(vec![source], None, AnalysisConfig::default()).expect("opens");
+    assert_eq!(opened.unembedding.as_deref(), Some("lm_head.weight"));
+    let report = job.run().expect("runs").report(0.0).expect("reports");
+    let budget = report.accumulator_bytes;
+    assert!(route_for(100, 64) == Route::Gram && budget == gram_bytes(64));
+    // Fewer than 2 rows of 4096 fit in the embedding's ~17 KiB: no unembedding rather than more memory.
+    assert!(rows_bytes(2, 4096) > budget);
+    assert!(report.unembedding.is_none(), "{:?}", report.unembedding);
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(&x, &y)| x as f64 * y as f64).sum();
+    let na: f64 = a.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+/// Unit rows of `values` (`rows × dim`), f64, padded as the pass keeps them.
+fn unit_rows(values: &[f32], dim: usize) -> Vec<f64> {
+    let d = orthoscope::kernel::padded_dim(dim);
+    let mut out = Vec::new();
+    for row in values.chunks_exact(dim) {
+        let at = out.len();
+        out.resize(at + d, 0.0);
+        if normalise_row(row, &mut out[at..]) != RowFate::Kept {
+            out.truncate(at);
+        }
+    }
+    out
+}
+
+fn both_routes(values: &[f32], dim: usize) -> (GramMoments, RowPairs) {
+    let units = unit_rows(values, dim);
+    let d = orthoscope::kernel::padded_dim(dim);
+    let mut gram = GramMoments::new(dim);
+    let mut rows = RowPairs::new((units.len() / d) as u64, dim);
+    for chunk in units.chunks(d * orthoscope::kernel::MAX_CHUNK_ROWS) {
+        gram.add_unit_rows(chunk);
+        rows.add_unit_rows(chunk);
+    }
+    for _ in 0..units.len() / d {
+        gram.counts.record(RowFate::Kept);
+        rows.counts.record(RowFate::Kept);
+    }
+    (gram, rows)
+}
+
+#[test]
+fn the_row_route_gives_the_grams_moments_and_spectrum() {
+    let (v, dim) = (40, 200);
+    let values = synth::class1_like(v, dim, 5);
+    let (gram, rows) = both_routes(&values, dim);
+    let (a, b) = (gram.moments().expect("40 rows"), rows.moments().expect("40 rows"));
+    assert_eq!(a.pairs, b.pairs);
+    assert!((a.mu - b.mu).abs() < 1e-12 && (a.sigma - b.sigma).abs() < 1e-12, "{a:?} vs {b:?}");
+    let g = PairAccumulator::Gram(gram).geometry(dim, GeometryTiming::WithTheResult).expect("gram spectrum");
+    let r = PairAccumulator::Rows(rows).geometry(dim, GeometryTiming::WithTheResult).expect("row spectrum");
+    assert_eq!(g.eigenvalues.len(), dim);
+    assert_eq!(r.eigenvalues.len(), dim);
+    for (k, (x, y)) in g.eigenvalues.iter().zip(&r.eigenvalues).enumerate() {
+        assert!((x - y).abs() < 1e-10, "λ{k}: {x} vs {y}");
+    }
+    // Beyond the rank (40 rows) the spectrum is zero.
+    assert!(r.eigenvalues[v..].iter().all(|&l| l == 0.0));
+    assert!((g.participation_ratio - r.participation_ratio).abs() < 1e-8);
+    assert!((g.effective_rank - r.effective_rank).abs() < 1e-8);
+    assert!((g.mean_from_dimensions - r.mean_from_dimensions).abs() < 1e-12);
+    assert_eq!(
+        g.top_mean_dimensions.iter().map(|m| m.dim).collect::<Vec<_>>(),
+        r.top_mean_dimensions.iter().map(|m| m.dim).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn row_partials_merge_to_the_whole() {
+    let dim = 96;
+    let values = synth::trained_like(30, dim, 2);
+    let (_, whole) = both_routes(&values, dim);
+    let (_, first) = both_routes(&values[..11 * dim], dim);
+    let (_, second) = both_routes(&values[11 * dim..], dim);
+    let mut merged = PairAccumulator::Rows(first);
+    merged.merge(&PairAccumulator::Rows(second.clone()));
+    let (m, w) = (merged.moments().expect("merged"), whole.moments().expect("whole"));
+    assert_eq!(m.pairs, w.pairs);
+    assert!((m.mu - w.mu).abs() < 1e-13 && (m.sigma - w.sigma).abs() < 1e-13, "{m:?} vs {w:?}");
+    // A Gram partial and a row partial merge too (into a Gram).
+    let (gram_first, _) = both_routes(&values[..11 * dim], dim);
+    let mut mixed = PairAccumulator::Gram(gram_first);
+    mixed.merge(&PairAccumulator::Rows(second));
+    assert_eq!(mixed.route(), Route::Gram);
+    let x = mixed.moments().expect("mixed");
+    assert!((x.mu - w.mu).abs() < 1e-12 && (x.sigma - w.sigma).abs() < 1e-12, "{x:?} vs {w:?}");
+    assert_eq!(mixed.counts().kept, 30);
+}
+
+#[test]
+fn the_route_is_the_one_that_holds_fewer_bytes() {
+    assert_eq!(route_for(2, 16384), Route::Rows);
+    assert_eq!(route_for(4000, 16384), Route::Rows);
+    assert_eq!(route_for(9000, 16384), Route::Gram);
+    assert_eq!(route_for(32000, 4096), Route::Gram);
+    assert_eq!(route_for(100, 64), Route::Gram);
+    for (rows, dim) in [(2u64, 16384usize), (3000, 512), (100, 512), (3, 8)] {
+        let acc = PairAccumulator::new(rows, dim);
+        let want = match acc.route() {
+            Route::Gram => gram_bytes(dim),
+            Route::Rows => rows_bytes(rows, dim),
+        };
+        assert_eq!(acc.bytes() as u64, want, "{rows} × {dim}");
+    }
+}
