@@ -13,7 +13,7 @@ use crate::estimate::{self, Z_95};
 use crate::format::decode::decode_rows;
 use crate::format::{DType, TensorInfo};
 use crate::geometry::{geometry_expected, Geometry, GeometryError, GeometryTiming};
-use crate::kernel::{self, MAX_CHUNK_ROWS};
+use crate::kernel::{self, Precision, MAX_CHUNK_ROWS};
 use crate::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
 use crate::report::{HistogramReport, Report, CAPACITY_CAVEAT, SCHEMA_VERSION};
 use crate::source::ByteSource;
@@ -35,6 +35,10 @@ pub struct AnalysisConfig {
     pub histogram_rows: u64,
     /// Stop the pass after this many rows and report an estimate (None: run to the exact answer).
     pub stop_after_rows: Option<u64>,
+    /// The Gram pass's arithmetic. F32 falls back to f64 when the sample's σ is inside the f32
+    /// noise ([`kernel::f32_suffices`]); F64 is always f64.
+    #[serde(default)]
+    pub precision: Precision,
 }
 
 impl Default for AnalysisConfig {
@@ -44,6 +48,7 @@ impl Default for AnalysisConfig {
             block_rows: DEFAULT_BLOCK_ROWS,
             histogram_rows: DEFAULT_HISTOGRAM_ROWS,
             stop_after_rows: None,
+            precision: Precision::default(),
         }
     }
 }
@@ -102,6 +107,8 @@ pub struct Analysis {
     pair_sample: Option<PairSample>,
     pair_block: usize,
     gram: GramMoments,
+    /// Why the pass runs in f64 when f32 was asked for (empty otherwise).
+    precision_reason: String,
     /// Σ cos, Σ cos², pair count over pairs within the visited blocks (the running estimate's
     /// within-block stratum).
     within: (f64, f64, u64),
@@ -164,7 +171,11 @@ impl Analysis {
             sample_counts: RowCounts::default(),
             pair_sample: None,
             pair_block: 0,
-            gram: GramMoments::new(dim),
+            gram: GramMoments::with_precision(dim, config.precision),
+            precision_reason: match config.precision {
+                Precision::F64 => "asked for (precision=f64)".to_string(),
+                Precision::F32 => String::new(),
+            },
             within: (0.0, 0.0, 0),
             next_block: 0,
             raw: Vec::new(),
@@ -185,7 +196,12 @@ impl Analysis {
     pub fn step(&mut self) -> Result<Phase, Error> {
         match self.phase {
             Phase::Sample => self.step_sample()?,
-            Phase::SamplePairs => self.step_sample_pairs(),
+            Phase::SamplePairs => {
+                self.step_sample_pairs();
+                if self.phase != Phase::SamplePairs {
+                    self.choose_precision();
+                }
+            }
             Phase::Pass => self.step_pass()?,
             Phase::Done => {}
         }
@@ -268,6 +284,44 @@ impl Analysis {
         if i1 >= n {
             self.phase = Phase::Pass;
         }
+    }
+
+    /// Before the pass: keeps f32 only where the sample says it meets the exactness targets
+    /// (`kernel::f32_suffices`); the accumulator is still empty, so it is simply replaced.
+    fn choose_precision(&mut self) {
+        if self.config.precision != Precision::F32 || self.gram.counts.seen > 0 {
+            return;
+        }
+        let verdict = match self.pair_sample.as_ref().and_then(PairSample::moments) {
+            Some(m) => kernel::f32_suffices(m.mu, m.sigma),
+            None => Err("no sample to judge σ by".to_string()),
+        };
+        match verdict {
+            Err(reason) => {
+                self.gram = GramMoments::with_precision(self.dim, Precision::F64);
+                self.precision_reason = reason;
+            }
+            Ok(()) => {
+                // The sample's mean unit row as the f32 pass's centre (see `GramMoments`).
+                let d = self.dim_padded;
+                let n = self.sample_units.len() / d.max(1);
+                if n > 0 {
+                    let mut centre = vec![0.0f64; d];
+                    for row in self.sample_units.chunks_exact(d) {
+                        for (c, &x) in centre.iter_mut().zip(row) {
+                            *c += x as f64;
+                        }
+                    }
+                    centre.iter_mut().for_each(|c| *c /= n as f64);
+                    self.gram.set_centre(&centre);
+                }
+            }
+        }
+    }
+
+    /// The Gram pass's arithmetic (decided when the pass begins).
+    pub fn precision(&self) -> Precision {
+        self.gram.precision()
     }
 
     /// Blocks the pass visits: all, or the first ones holding at least `stop_after_rows` rows.
@@ -461,7 +515,10 @@ impl Analysis {
             histogram: HistogramReport::new(&sample.full, sample.pairs, hist_rows),
             histogram_zoom: HistogramReport::new(&sample.zoom, sample.pairs, hist_rows),
             timing_ms,
-            kernel: kernel::kernel_name().to_string(),
+            kernel: format!("{} {}", kernel::kernel_name(self.precision()), self.precision().name()),
+            precision: self.precision().name().to_string(),
+            precision_reason: self.precision_reason.clone(),
+            gram_gflops: self.gram.kernel_gflops(),
             accumulator_bytes: self.gram.bytes() as u64,
             peak_wasm_bytes: None,
             unembedding: None,
@@ -482,8 +539,8 @@ impl Analysis {
         if !geometry_expected(self.is_exact(), self.dim as u64) || self.phase != Phase::Done {
             return Ok(None);
         }
-        let gram = self.gram.gram();
-        Geometry::compute(self.gram.sum(), |a, b| gram.get(a, b), self.dim, self.gram.counts.kept, timing).map(Some)
+        let gram = &self.gram;
+        Geometry::compute(gram.sum(), |a, b| gram.gram_entry(a, b), self.dim, gram.counts.kept, timing).map(Some)
     }
 
     pub fn tensor(&self) -> &TensorInfo {
