@@ -5,9 +5,11 @@
 //   1. Trunk's inline start-up <script type="module"> becomes start-<hash>.js: an inline script would
 //      need 'unsafe-inline' in script-src. Trunk's live-reload script (`trunk serve` only) is dropped:
 //      inline it is blocked by the CSP, and in a file the dev server could not fill in its address.
-//   2. The worker's files, which Trunk leaves unhashed (the page names them at run time), get
-//      content-hashed names; the loader is rewritten to load them, and index.html says where the loader
-//      is in <meta name="orthoscope-worker"> (read by src/worker/client.rs).
+//   2. The workers' files, which Trunk leaves unhashed (the page names them at run time), get
+//      content-hashed names; for each of the two worker builds (plain simd128 `worker`, relaxed-SIMD
+//      `worker_relaxed`) a loader is written from worker_loader.js to load them, and index.html says
+//      where the loaders are in <meta name="orthoscope-worker"> and <meta name="orthoscope-worker-relaxed">
+//      (read by src/worker/client.rs, which picks one with a WebAssembly.validate probe).
 //   3. Checks, so a Trunk upgrade that changes its output fails the build instead of the page: the CSP
 //      meta comes before anything it governs, no inline script or style attribute is left, and every
 //      file index.html names exists.
@@ -50,15 +52,21 @@ function replaceOnce(text, from, to, where) {
   return parts.join(to);
 }
 
-// 2. The worker: wasm and glue first, then the loader that names them.
-const wasm = hashName("worker_bg.wasm", "worker_bg", ".wasm");
-const glue = hashName("worker.js", "worker", ".js");
-let loader = read("worker_loader.js").toString("utf8");
-loader = replaceOnce(loader, '"./worker.js"', `"./${glue}"`, "worker_loader.js");
-loader = replaceOnce(loader, '"./worker_bg.wasm"', `"./${wasm}"`, "worker_loader.js");
+// 2. The workers: wasm and glue first, then the loader that names them.
+const template = read("worker_loader.js").toString("utf8");
+/** Hashes one worker build's files and writes its loader; returns the loader's name. */
+function worker(stem) {
+  const wasm = hashName(`${stem}_bg.wasm`, `${stem}_bg`, ".wasm");
+  const glue = hashName(`${stem}.js`, stem, ".js");
+  let loader = replaceOnce(template, '"./worker.js"', `"./${glue}"`, "worker_loader.js");
+  loader = replaceOnce(loader, '"./worker_bg.wasm"', `"./${wasm}"`, "worker_loader.js");
+  const name = `${stem}_loader-${hash(loader)}.js`;
+  writeFileSync(path(name), loader);
+  return name;
+}
+const loaderName = worker("worker");
+const relaxedLoaderName = worker("worker_relaxed");
 rmSync(path("worker_loader.js"));
-const loaderName = `worker_loader-${hash(loader)}.js`;
-writeFileSync(path(loaderName), loader);
 
 let html = read("index.html").toString("utf8");
 
@@ -82,7 +90,8 @@ if (/name="orthoscope-worker"/.test(html)) fail("index.html already has an ortho
 html = replaceOnce(
   html,
   "</head>",
-  `\n    <meta name="orthoscope-worker" content="${base}${loaderName}" />\n  </head>`,
+  `\n    <meta name="orthoscope-worker" content="${base}${loaderName}" />` +
+    `\n    <meta name="orthoscope-worker-relaxed" content="${base}${relaxedLoaderName}" />\n  </head>`,
   "index.html",
 );
 
@@ -112,4 +121,4 @@ for (const m of markup.matchAll(/\s(?:src|href|content)="([^"]+)"/g)) {
   if (!existsSync(path(name))) fail(`index.html names ${url}, which the build does not contain`);
 }
 writeFileSync(path("index.html"), html);
-console.log(`postbuild: worker loader ${loaderName}, public URL ${base}`);
+console.log(`postbuild: worker loaders ${loaderName}, ${relaxedLoaderName}; public URL ${base}`);

@@ -17,6 +17,10 @@ step "wasm tests in headless Chromium"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 CHROMEDRIVER=/usr/bin/chromedriver \
   cargo test --locked --release --target wasm32-unknown-unknown --test wasm_browser -- --nocapture
+# Again with the relaxed-SIMD kernel compiled in: the plain and relaxed f32 kernels side by side.
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+CHROMEDRIVER=/usr/bin/chromedriver \
+  cargo test --locked --release --target wasm32-unknown-unknown --features relaxed-simd --test wasm_browser -- --nocapture
 
 step "release build of the page"
 trunk build --release
@@ -27,6 +31,10 @@ trunk build --release --public-url /sub/path/ --dist target/deploy/sub/path
 wat=$(wasm2wat --enable-all dist/worker_bg-*.wasm)
 grep -q 'f64x2.mul' <<<"$wat" || { echo "worker wasm has no SIMD Gram kernel"; exit 1; }
 grep -q 'f32x4.mul' <<<"$wat" || { echo "worker wasm has no SIMD dot kernel"; exit 1; }
+# Safari rejects a whole module with one relaxed instruction: the plain build must have none.
+if grep -q 'relaxed' <<<"$wat"; then echo "the plain worker wasm contains relaxed-SIMD instructions"; exit 1; fi
+wat=$(wasm2wat --enable-all dist/worker_relaxed_bg-*.wasm)
+grep -q 'f32x4.relaxed_madd' <<<"$wat" || { echo "relaxed worker wasm has no f32x4.relaxed_madd"; exit 1; }
 unset wat
 echo "dist/ gzipped: $(tar -cf - dist | gzip -9 | wc -c) bytes"
 

@@ -13,7 +13,7 @@
 //! from the V×V matrix UUᵀ/V, whose non-zero eigenvalues are those of UᵀU/V = G/V.
 
 use crate::geometry::{self, Geometry, GeometryError, GeometryTiming};
-use crate::kernel;
+use crate::kernel::{self, Precision};
 use crate::stats::{GramMoments, Moments, RowCounts, RowFate};
 
 /// Which accumulator a pass uses.
@@ -214,9 +214,48 @@ pub enum PairAccumulator {
 impl PairAccumulator {
     /// The smaller route ([`route_for`]) for a pass that will visit at most `rows` rows of width `dim`.
     pub fn new(rows: u64, dim: usize) -> Self {
+        Self::with_precision(rows, dim, Precision::F64)
+    }
+
+    /// [`PairAccumulator::new`] whose Gram route runs the kernel at `precision`. The row route sums
+    /// pair cosines in f64 whatever is asked: it is exact already and its cost is not the Gram's.
+    pub fn with_precision(rows: u64, dim: usize, precision: Precision) -> Self {
         match route_for(rows, dim) {
-            Route::Gram => PairAccumulator::Gram(GramMoments::new(dim)),
+            Route::Gram => PairAccumulator::Gram(GramMoments::with_precision(dim, precision)),
             Route::Rows => PairAccumulator::Rows(RowPairs::new(rows, dim)),
+        }
+    }
+
+    /// The Gram kernel's arithmetic (f64 on the row route).
+    pub fn precision(&self) -> Precision {
+        match self {
+            PairAccumulator::Gram(g) => g.precision(),
+            PairAccumulator::Rows(_) => Precision::F64,
+        }
+    }
+
+    /// Falls back to the f64 kernel. Only before any row was added: the f32 choice is made from the
+    /// sample, before the pass.
+    pub fn use_f64(&mut self) {
+        if let PairAccumulator::Gram(g) = self {
+            if g.counts.seen == 0 && g.precision() != Precision::F64 {
+                *g = GramMoments::with_precision(g.dim(), Precision::F64);
+            }
+        }
+    }
+
+    /// Centres the f32 Gram pass's rows ([`GramMoments::set_centre`]); nothing on the row route.
+    pub fn set_centre(&mut self, centre: &[f64]) {
+        if let PairAccumulator::Gram(g) = self {
+            g.set_centre(centre);
+        }
+    }
+
+    /// The Gram kernel's measured speed (None on the row route or without a clock).
+    pub fn kernel_gflops(&self) -> Option<f64> {
+        match self {
+            PairAccumulator::Gram(g) => g.kernel_gflops(),
+            PairAccumulator::Rows(_) => None,
         }
     }
 
@@ -293,8 +332,7 @@ impl PairAccumulator {
     pub fn geometry(&self, dim: usize, timing: GeometryTiming) -> Result<Geometry, GeometryError> {
         match self {
             PairAccumulator::Gram(g) => {
-                let gram = g.gram();
-                Geometry::compute(g.sum(), |a, b| gram.get(a, b), dim, g.counts.kept, timing)
+                Geometry::compute(g.sum(), |a, b| g.gram_entry(a, b), dim, g.counts.kept, timing)
             }
             PairAccumulator::Rows(r) => r.geometry(timing),
         }

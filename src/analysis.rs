@@ -14,7 +14,7 @@ use crate::estimate::{self, Z_95};
 use crate::format::decode::decode_rows;
 use crate::format::{DType, TensorInfo};
 use crate::geometry::{geometry_expected, Geometry, GeometryError, GeometryTiming};
-use crate::kernel::{self, MAX_CHUNK_ROWS};
+use crate::kernel::{self, Precision, MAX_CHUNK_ROWS};
 use crate::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
 use crate::report::{HistogramReport, Report, CAPACITY_CAVEAT, SCHEMA_VERSION};
 use crate::source::ByteSource;
@@ -57,6 +57,10 @@ pub struct AnalysisConfig {
     pub histogram_rows: u64,
     /// Stop the pass after this many rows and report an estimate (None: run to the exact answer).
     pub stop_after_rows: Option<u64>,
+    /// The Gram pass's arithmetic. F32 falls back to f64 when the sample's σ is inside the f32
+    /// noise ([`kernel::f32_suffices`]); F64 is always f64.
+    #[serde(default)]
+    pub precision: Precision,
 }
 
 impl Default for AnalysisConfig {
@@ -66,6 +70,7 @@ impl Default for AnalysisConfig {
             block_rows: DEFAULT_BLOCK_ROWS,
             histogram_rows: DEFAULT_HISTOGRAM_ROWS,
             stop_after_rows: None,
+            precision: Precision::default(),
         }
     }
 }
@@ -125,6 +130,8 @@ pub struct Analysis {
     pair_block: usize,
     /// s and G, or the unit rows themselves when there are few (`accumulate`).
     gram: PairAccumulator,
+    /// Why the pass runs in f64 when f32 was asked for (empty otherwise).
+    precision_reason: String,
     /// Σ cos, Σ cos², pair count over pairs within the visited blocks (the running estimate's
     /// within-block stratum).
     within: (f64, f64, u64),
@@ -173,7 +180,7 @@ impl Analysis {
         let block_rows = config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
         let plan = Plan::new(rows, config.seed, block_rows, config.histogram_rows);
         // Sized for the rows the pass will visit, which the shape check above bounds.
-        let gram = PairAccumulator::new(planned_rows(&plan, &config), dim);
+        let gram = PairAccumulator::with_precision(planned_rows(&plan, &config), dim, config.precision);
         Ok(Self {
             source,
             origin,
@@ -190,6 +197,10 @@ impl Analysis {
             pair_sample: None,
             pair_block: 0,
             gram,
+            precision_reason: match config.precision {
+                Precision::F64 => "asked for (precision=f64)".to_string(),
+                Precision::F32 => String::new(),
+            },
             within: (0.0, 0.0, 0),
             next_block: 0,
             raw: Vec::new(),
@@ -210,7 +221,12 @@ impl Analysis {
     pub fn step(&mut self) -> Result<Phase, Error> {
         match self.phase {
             Phase::Sample => self.step_sample()?,
-            Phase::SamplePairs => self.step_sample_pairs(),
+            Phase::SamplePairs => {
+                self.step_sample_pairs();
+                if self.phase != Phase::SamplePairs {
+                    self.choose_precision();
+                }
+            }
             Phase::Pass => self.step_pass()?,
             Phase::Done => {}
         }
@@ -293,6 +309,49 @@ impl Analysis {
         if i1 >= n {
             self.phase = Phase::Pass;
         }
+    }
+
+    /// Before the pass: keeps f32 only where the sample says it meets the exactness targets
+    /// (`kernel::f32_suffices`); the accumulator is still empty, so it is simply replaced.
+    fn choose_precision(&mut self) {
+        if self.config.precision != Precision::F32 || self.gram.counts().seen > 0 {
+            return;
+        }
+        if self.gram.precision() == Precision::F64 {
+            // The row route (few rows, wide rows) sums pair cosines in f64 without a Gram kernel.
+            self.precision_reason = "few rows: pair cosines summed directly".to_string();
+            return;
+        }
+        let verdict = match self.pair_sample.as_ref().and_then(PairSample::moments) {
+            Some(m) => kernel::f32_suffices(m.mu, m.sigma),
+            None => Err("no sample to judge σ by".to_string()),
+        };
+        match verdict {
+            Err(reason) => {
+                self.gram.use_f64();
+                self.precision_reason = reason;
+            }
+            Ok(()) => {
+                // The sample's mean unit row as the f32 pass's centre (see `GramMoments`).
+                let d = self.dim_padded;
+                let n = self.sample_units.len() / d.max(1);
+                if n > 0 {
+                    let mut centre = vec![0.0f64; d];
+                    for row in self.sample_units.chunks_exact(d) {
+                        for (c, &x) in centre.iter_mut().zip(row) {
+                            *c += x as f64;
+                        }
+                    }
+                    centre.iter_mut().for_each(|c| *c /= n as f64);
+                    self.gram.set_centre(&centre);
+                }
+            }
+        }
+    }
+
+    /// The Gram pass's arithmetic (decided when the pass begins).
+    pub fn precision(&self) -> Precision {
+        self.gram.precision()
     }
 
     /// Blocks the pass visits: all, or the first ones holding at least `stop_after_rows` rows.
@@ -487,7 +546,10 @@ impl Analysis {
             histogram: HistogramReport::new(&sample.full, sample.pairs, hist_rows),
             histogram_zoom: HistogramReport::new(&sample.zoom, sample.pairs, hist_rows),
             timing_ms,
-            kernel: kernel::kernel_name().to_string(),
+            kernel: format!("{} {}", kernel::kernel_name(self.precision()), self.precision().name()),
+            precision: self.precision().name().to_string(),
+            precision_reason: self.precision_reason.clone(),
+            gram_gflops: self.gram.kernel_gflops(),
             accumulator_bytes: self.gram.bytes() as u64,
             peak_wasm_bytes: None,
             unembedding: None,

@@ -23,6 +23,8 @@
 //! - `timing_ms` is kept as f32 (about 7 significant digits);
 //! - a text field longer than [`MAX_TEXT_CHARS`] characters is cut and ends in "…";
 //! - a `source_url` longer than [`MAX_URL_CHARS`] is dropped (a cut address could not be re-run);
+//! - `precision` is read back from the kernel's last word ("simd128 f32" → "f32"; empty for
+//!   older kernels' names); `precision_reason` and `gram_gflops` are not carried (empty / None);
 //! - `geometry` (issue 10) is not carried: it is None after decoding (its d eigenvalues alone
 //!   would break the 2 KB budget at d ≥ 256);
 //! - histogram edges are rebuilt equal-width from lo, hi and the bin count, as [`Histogram::new`]
@@ -447,6 +449,9 @@ impl Compact {
             histogram,
             histogram_zoom,
             timing_ms: self.timing_ms as f64,
+            precision: precision_of_kernel(&self.kernel).to_string(),
+            precision_reason: String::new(),
+            gram_gflops: None,
             kernel: self.kernel,
             accumulator_bytes: self.accumulator_bytes,
             peak_wasm_bytes: self.peak_wasm_bytes,
@@ -458,6 +463,14 @@ impl Compact {
             bytes_fetched: self.bytes_fetched,
             geometry: None,
         })
+    }
+}
+
+/// "f32" or "f64" when the kernel's name ends in it (the link layout has no precision of its own).
+fn precision_of_kernel(kernel: &str) -> &str {
+    match kernel.rsplit(' ').next() {
+        Some(p @ ("f32" | "f64")) => p,
+        _ => "",
     }
 }
 

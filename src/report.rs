@@ -90,8 +90,19 @@ pub struct Report {
     pub histogram_zoom: HistogramReport,
     /// Wall time of the analysis, measured by the caller.
     pub timing_ms: f64,
-    /// Which kernel ran ("wasm-simd128" or "portable").
+    /// Which Gram kernel ran and in what precision: "relaxed-simd f32", "simd128 f32", "simd128 f64",
+    /// "portable f32", "portable f64" (older reports: "wasm-simd128" or "portable").
     pub kernel: String,
+    /// "f32" or "f64": the Gram pass's arithmetic (`kernel::Precision`). Empty in reports made before
+    /// the f32 kernel (they were f64).
+    #[serde(default)]
+    pub precision: String,
+    /// Why the pass ran in f64: asked for, or σ inside the f32 noise (`kernel::f32_suffices`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub precision_reason: String,
+    /// The Gram kernel's speed in this run, GFLOP/s (k·d² flops per k-row call over the calls' time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gram_gflops: Option<f64>,
     /// Bytes of the Gram accumulator.
     pub accumulator_bytes: u64,
     /// Size of wasm memory at the end (browser only).

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{self, PackedGram};
+use crate::kernel::{self, bench, PackedGram, Precision};
 
 /// Why a row was left out (`shared/paper.md` §1: zero rows are dropped; so are non-finite ones).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,30 +120,114 @@ impl Moments {
 }
 
 /// Running s = Σuᵢ, G = Σuᵢuᵢᵀ and the diagonal terms over the unit rows seen so far.
+///
+/// With [`Precision::F32`] only G comes from f32-rounded rows; s and Σ‖uᵢ‖² (hence μ) stay those
+/// of the f64 unit rows. The f32 kernel sums the *centred* rows wᵢ = uᵢ − c, c a fixed centre (the
+/// sample's mean unit row, [`GramMoments::set_centre`]), rounded once: its rounding error then
+/// scales with ‖wᵢ‖² instead of ‖uᵢ‖², which is what keeps σ within 1e-6 when μ is far from 0 (a
+/// shared direction made the uncentred f32 error reach 1.7e-6·σ at μ = 0.8, d = 67). G is recovered
+/// exactly in f64: Σ(c + w̃ᵢ)(c + w̃ᵢ)ᵀ = W + c·s_wᵀ + s_w·cᵀ + n·ccᵀ with s_w = Σw̃ᵢ, and Σ‖uᵢ‖⁴ is
+/// taken of c + w̃ᵢ so that it removes that G's own diagonal.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GramMoments {
     pub counts: RowCounts,
     dim: usize,
+    precision: Precision,
     sum: Vec<f64>,
-    /// Σ‖uᵢ‖² and Σ‖uᵢ‖⁴ of the f32 unit rows actually used, so the diagonal is removed exactly.
+    /// Σ‖uᵢ‖² and Σ‖uᵢ‖⁴ of the unit rows actually used, so the diagonal is removed exactly.
     sum_norm2: f64,
     sum_norm4: f64,
     gram: PackedGram,
-    /// The chunk packed for the kernel (reused).
+    /// The chunk packed for the kernel (reused; one of the two, by precision).
     wide: Vec<f64>,
+    narrow: Vec<f32>,
+    /// The f32 pass's centre c (empty: none), Σw̃ᵢ of the rounded centred rows and their count; `gram`
+    /// then holds W = Σw̃ᵢw̃ᵢᵀ, not G.
+    centre: Vec<f64>,
+    sum_centred: Vec<f64>,
+    rows_centred: u64,
+    /// Work and time of the Gram kernel calls (time only where [`bench::now_ms`] has a clock).
+    pub kernel_flops: f64,
+    pub kernel_ms: f64,
 }
 
 impl GramMoments {
+    /// An f64 accumulator (the exact one; see [`GramMoments::with_precision`]).
     pub fn new(dim: usize) -> Self {
+        Self::with_precision(dim, Precision::F64)
+    }
+
+    pub fn with_precision(dim: usize, precision: Precision) -> Self {
         Self {
             counts: RowCounts::default(),
             dim,
+            precision,
             sum: vec![0.0; kernel::padded_dim(dim)],
             sum_norm2: 0.0,
             sum_norm4: 0.0,
             gram: PackedGram::new(dim),
             wide: Vec::new(),
+            narrow: Vec::new(),
+            centre: Vec::new(),
+            sum_centred: Vec::new(),
+            rows_centred: 0,
+            kernel_flops: 0.0,
+            kernel_ms: 0.0,
         }
+    }
+
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// Centres the f32 pass's rows on `centre` (`dim` values or more; zero-padded). Only for an f32
+    /// accumulator that has no rows yet; otherwise, or for a non-finite centre, nothing changes.
+    pub fn set_centre(&mut self, centre: &[f64]) {
+        if self.precision != Precision::F32 || self.rows_centred > 0 || self.kernel_flops > 0.0 {
+            return;
+        }
+        if centre.iter().any(|x| !x.is_finite()) {
+            return;
+        }
+        let d = self.gram.dim_padded();
+        let mut c = vec![0.0; d];
+        for (o, &x) in c.iter_mut().zip(centre.iter().take(self.dim)) {
+            *o = x;
+        }
+        self.centre = c;
+        self.sum_centred = vec![0.0; d];
+    }
+
+    /// The centre's part of G at (a, b): c_a·s_w,b + s_w,a·c_b + n·c_a·c_b (0 without a centre).
+    #[inline]
+    fn centre_term(&self, a: usize, b: usize) -> f64 {
+        match (self.centre.get(a), self.centre.get(b), self.sum_centred.get(a), self.sum_centred.get(b)) {
+            (Some(&ca), Some(&cb), Some(&sa), Some(&sb)) => ca * sb + sa * cb + self.rows_centred as f64 * ca * cb,
+            _ => 0.0,
+        }
+    }
+
+    /// G_ab = Σ uᵢ,a uᵢ,b over the rows so far (either order).
+    pub fn gram_entry(&self, a: usize, b: usize) -> f64 {
+        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+        self.gram.get(a, b) + self.centre_term(a, b)
+    }
+
+    /// Folds the centre's terms into the stored G and drops the centre (before merging accumulators
+    /// with different centres).
+    fn uncentre(&mut self) {
+        if self.centre.is_empty() {
+            return;
+        }
+        let (centre, sum, n) =
+            (std::mem::take(&mut self.centre), std::mem::take(&mut self.sum_centred), self.rows_centred);
+        self.gram.add_entries(|a, b| centre[a] * sum[b] + sum[a] * centre[b] + n as f64 * centre[a] * centre[b]);
+        self.rows_centred = 0;
+    }
+
+    /// The Gram kernel's speed so far (None before any timed call).
+    pub fn kernel_gflops(&self) -> Option<f64> {
+        (self.kernel_ms > 0.0).then(|| self.kernel_flops / self.kernel_ms / 1e6)
     }
 
     pub fn dim(&self) -> usize {
@@ -153,24 +237,74 @@ impl GramMoments {
     /// Adds kept unit rows (`dim_padded` each, at most [`kernel::MAX_CHUNK_ROWS`]).
     pub fn add_unit_rows(&mut self, rows: &[f64]) {
         let d = self.gram.dim_padded();
-        for row in rows.chunks_exact(d) {
+        let rows = &rows[..rows.len().min(kernel::MAX_CHUNK_ROWS * d)];
+        let centred = !self.centre.is_empty();
+        if self.precision == Precision::F32 {
+            // The rows the f32 kernel sees: uᵢ − c (or uᵢ), before their one rounding.
+            self.wide.clear();
+            self.wide.extend_from_slice(rows);
+            if centred {
+                for row in self.wide.chunks_exact_mut(d) {
+                    for (x, &c) in row.iter_mut().zip(&self.centre) {
+                        *x -= c;
+                    }
+                }
+            }
+        }
+        for (r, row) in rows.chunks_exact(d).enumerate() {
             let mut n2 = 0.0f64;
             for (s, &x) in self.sum.iter_mut().zip(row) {
                 *s += x;
                 n2 += x * x;
             }
             self.sum_norm2 += n2;
-            self.sum_norm4 += n2 * n2;
+            let n2_used = match self.precision {
+                Precision::F64 => n2,
+                // ‖c + w̃ᵢ‖²: the row whose outer product the f32 G actually holds.
+                Precision::F32 => {
+                    let w = &self.wide[r * d..(r + 1) * d];
+                    let mut n2 = 0.0f64;
+                    for (a, &x) in w.iter().enumerate() {
+                        let rounded = x as f32 as f64;
+                        let c = self.centre.get(a).copied().unwrap_or(0.0);
+                        if let Some(s) = self.sum_centred.get_mut(a) {
+                            *s += rounded;
+                        }
+                        n2 += (c + rounded) * (c + rounded);
+                    }
+                    n2
+                }
+            };
+            self.sum_norm4 += n2_used * n2_used;
         }
-        let k = kernel::pack_rows(rows, d, &mut self.wide);
-        kernel::gram_update(&self.wide, k, &mut self.gram);
+        let start = bench::now_ms();
+        let k = match self.precision {
+            Precision::F64 => {
+                let k = kernel::pack_rows(rows, d, &mut self.wide);
+                kernel::gram_update(&self.wide, k, &mut self.gram);
+                k
+            }
+            Precision::F32 => {
+                let k = kernel::pack_rows_f32(&self.wide, d, &mut self.narrow);
+                kernel::gram_update_f32(&self.narrow, k, &mut self.gram);
+                if centred {
+                    self.rows_centred += k as u64;
+                }
+                k
+            }
+        };
+        if let (Some(start), Some(end)) = (start, bench::now_ms()) {
+            self.kernel_ms += end - start;
+        }
+        // The triangle's k·d²/2 multiply-adds, two flops each (as `bench::gram_gflops` counts).
+        self.kernel_flops += k as f64 * (d * d) as f64;
     }
 
     /// Exact moments over all pairs among the kept rows so far:
     /// Σ_{i≠j} cos = ‖s‖² − Σ‖uᵢ‖², Σ_{i≠j} cos² = ‖G‖_F² − Σ‖uᵢ‖⁴ (`shared/paper.md` §1).
     pub fn moments(&self) -> Option<Moments> {
         let s2: f64 = self.sum.iter().map(|x| x * x).sum();
-        let g2 = self.gram.frobenius_sq();
+        let g2 = self.gram.frobenius_sq_plus(|a, b| self.centre_term(a, b));
         let magnitude = g2 + self.sum_norm4 + 2.0 * (s2 + self.sum_norm2);
         Moments::from_ordered_sums(self.counts.kept, s2 - self.sum_norm2, g2 - self.sum_norm4, magnitude)
     }
@@ -180,13 +314,28 @@ impl GramMoments {
         &self.sum
     }
 
-    /// G = Σuᵢuᵢᵀ, upper triangle packed.
+    /// The stored triangle: G = Σuᵢuᵢᵀ, or for a centred f32 pass W = Σw̃ᵢw̃ᵢᵀ (use
+    /// [`GramMoments::gram_entry`] for G).
     pub fn gram(&self) -> &PackedGram {
         &self.gram
     }
 
-    /// Adds another worker's partial sums over a disjoint set of rows.
+    /// Adds another worker's partial sums over a disjoint set of rows. Accumulators with the same
+    /// centre add as they are; otherwise both are uncentred first (exact, O(d²)).
     pub fn merge(&mut self, other: &GramMoments) {
+        if self.centre == other.centre {
+            for (a, b) in self.sum_centred.iter_mut().zip(&other.sum_centred) {
+                *a += b;
+            }
+            self.rows_centred += other.rows_centred;
+        } else {
+            self.uncentre();
+            if !other.centre.is_empty() {
+                let mut other = other.clone();
+                other.uncentre();
+                return self.merge(&other);
+            }
+        }
         self.counts.merge(&other.counts);
         for (a, b) in self.sum.iter_mut().zip(&other.sum) {
             *a += b;
@@ -194,6 +343,8 @@ impl GramMoments {
         self.sum_norm2 += other.sum_norm2;
         self.sum_norm4 += other.sum_norm4;
         self.gram.merge(&other.gram);
+        self.kernel_flops += other.kernel_flops;
+        self.kernel_ms += other.kernel_ms;
     }
 
     /// Bytes of accumulator memory (dominated by the d²/2 Gram triangle).

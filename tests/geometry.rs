@@ -18,6 +18,9 @@ use orthoscope::synth::{class1_like, safetensors_bytes, trained_like, TensorSpec
 const TENSOR: &str = "model.embed_tokens.weight";
 
 fn analysis(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Analysis {
+    // The f64 Gram path: the eigenvalues are checked to 1e-9 relative, beyond the f32 kernel (whose
+    // G gave λ within 4e-9 here).
+    let config = AnalysisConfig { precision: orthoscope::kernel::Precision::F64, ..config };
     let bytes = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, values)]);
     let source = SliceSource::new("generated.safetensors", bytes);
     let model = read_model(&source, 0).expect("generated file parses");

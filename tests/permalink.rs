@@ -119,6 +119,11 @@ fn round_trip(case: &str, original: &Report) -> String {
     patched.histogram.counts = original.histogram.counts.clone();
     patched.histogram_zoom.counts = original.histogram_zoom.counts.clone();
     patched.timing_ms = original.timing_ms;
+    // Not carried (see the permalink module): the kernel's speed and the reason for f64.
+    assert_eq!(decoded.precision, original.precision, "{case}: precision, read back from the kernel's name");
+    assert!(decoded.gram_gflops.is_none() && decoded.precision_reason.is_empty());
+    patched.gram_gflops = original.gram_gflops;
+    patched.precision_reason = original.precision_reason.clone();
     if let (Some(p), Some(w)) = (patched.unembedding.as_mut(), &original.unembedding) {
         p.mu_plus_2sigma = w.mu_plus_2sigma;
         p.mu_plus_3sigma = w.mu_plus_3sigma;

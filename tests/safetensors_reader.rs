@@ -756,7 +756,8 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
     assert_eq!((report.rows, report.dim, report.pairs), (rows, dim, rows * (rows - 1) / 2));
     assert!(report.exact);
     assert!(
-        (report.mu - mu).abs() < 1e-9 && (report.sigma - sigma).abs() < 1e-9,
+        // μ comes from f64 unit rows on every path; σ from the default f32 Gram kernel (issue 8's target).
+        (report.mu - mu).abs() < 1e-9 && (report.sigma - sigma).abs() <= 1e-6 * sigma,
         "rows past 4 GiB: expected μ {mu:.12} σ {sigma:.12}, got μ {:.12} σ {:.12}",
         report.mu,
         report.sigma

@@ -1,6 +1,49 @@
 //! Portable kernels: plain Rust, same tiling and arithmetic order as [`super::simd`].
 
-use super::{PackedGram, PANEL_BLOCK, TILE_A};
+use super::{PackedGram, LANES, PANEL_BLOCK, TILE_A};
+
+/// See [`super::gram_update_f32`]. Tiles of 4 × 8 entries of G, each summed over the chunk in f32 in
+/// row order from zero (the order the f32x4 kernel keeps: one rounded multiply, then one rounded
+/// add), then added to G in f64.
+pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
+    let d = g.dim_padded();
+    if d == 0 || k == 0 || packed.len() < k * d || d % LANES != 0 {
+        return;
+    }
+    let octet = |q: usize| &packed[q * k * LANES..(q + 1) * k * LANES];
+    for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
+        let p1 = (p0 + PANEL_BLOCK).min(g.panels());
+        for q in PackedGram::panel_start(p0) / LANES..d / LANES {
+            let b = octet(q);
+            for p in p0..p1 {
+                let c0 = PackedGram::panel_start(p);
+                if q * LANES < c0 {
+                    continue;
+                }
+                let width = d - c0;
+                // Panel p's four dimensions are one half of octet p/2.
+                let a = octet(p * TILE_A / LANES);
+                let half = p * TILE_A % LANES;
+                let mut acc = [[0.0f32; LANES]; TILE_A];
+                for (ar, br) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
+                    for (t, acc_t) in acc.iter_mut().enumerate() {
+                        let s = ar[half + t];
+                        for (x, &bl) in acc_t.iter_mut().zip(br) {
+                            *x += s * bl;
+                        }
+                    }
+                }
+                let panel = g.panel_mut(p);
+                let col = q * LANES - c0;
+                for (t, acc_t) in acc.iter().enumerate() {
+                    for (o, &x) in panel[t * width + col..t * width + col + LANES].iter_mut().zip(acc_t) {
+                        *o += x as f64;
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// See [`super::gram_update`]. Tiles of 4 × 4 entries of G, each summed over the chunk in f64 in
 /// row order (the order the f64x2 kernel keeps).

@@ -196,7 +196,8 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
     }
     match response {
         Response::Geometry(_) | Response::GeometryFailed { .. } => {}
-        Response::Ready | Response::Cancelled => {}
+        // Benchmark answers go to whoever asked (scripts/bench.sh talks to a worker of its own).
+        Response::Ready | Response::Cancelled | Response::Benchmark { .. } => {}
         Response::Opened(opened) => {
             // Re-running another tensor of the same files keeps the picker as it is (and the
             // keyboard focus on its button).
@@ -267,8 +268,14 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
         c.run += 1;
         state.run.set(c.run);
         c.current = Some((source.clone(), files.clone()));
-        let request =
-            Request::Analyze { run: c.run, source, tensor, seed: c.params.seed, stop_after_rows: c.params.rows };
+        let request = Request::Analyze {
+            run: c.run,
+            source,
+            tensor,
+            seed: c.params.seed,
+            stop_after_rows: c.params.rows,
+            precision: c.params.precision,
+        };
         let client = c.client.get_or_insert_with(|| WorkerClient::new(move |envelope| on_response(state, envelope)));
         client.send(request, files);
     });

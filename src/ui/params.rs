@@ -1,10 +1,13 @@
 //! URL parameters (`shared/design.md`, testing contract): `?exact=1`, `?seed=N`, `?demo=NAME`,
 //! `?embed=1`, `?rows=N` (stop after N rows with an estimate), and `?url=URL` / `?hf=org/name[@rev]`
-//! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads.
+//! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads. `?precision=f64`
+//! forces the f64 Gram kernel; `?kernel=simd128` (read by `worker::client::worker_url`) forces the
+//! plain SIMD worker build.
 
 use web_sys::UrlSearchParams;
 
 use crate::demo::DEFAULT_DEMO;
+use crate::kernel::Precision;
 use crate::plan::DEFAULT_SEED;
 use crate::worker::protocol::SourceSpec;
 
@@ -23,6 +26,8 @@ pub struct Params {
     pub hf: Option<String>,
     /// Where `hf` ids resolve (default huggingface.co), like huggingface_hub's `HF_ENDPOINT`.
     pub hf_endpoint: Option<String>,
+    /// The Gram pass's arithmetic (`?precision=f64`; anything else is the default f32).
+    pub precision: Precision,
 }
 
 impl Params {
@@ -41,6 +46,11 @@ impl Params {
             url: get("url").filter(|u| !u.trim().is_empty()),
             hf: get("hf").filter(|h| !h.trim().is_empty()),
             hf_endpoint: get("hf_endpoint").filter(|e| !e.trim().is_empty()),
+            precision: if get("precision").is_some_and(|p| p.trim() == "f64") {
+                Precision::F64
+            } else {
+                Precision::F32
+            },
         }
     }
 

@@ -16,16 +16,54 @@ use web_sys::{ErrorEvent, File, MessageEvent, Worker};
 
 use super::protocol::{Envelope, Request, Response};
 
-/// Where the worker's loader sits. The release build gives it a content-hashed name and writes that
-/// into `<meta name="orthoscope-worker">` (scripts/postbuild.mjs); without the tag (a page made by
-/// wasm-bindgen-test, a build without the hook) it is the unhashed file next to the page.
-fn worker_url() -> String {
-    web_sys::window()
-        .and_then(|window| window.document())
-        .and_then(|document| document.query_selector(r#"meta[name="orthoscope-worker"]"#).ok().flatten())
-        .and_then(|meta| meta.get_attribute("content"))
-        .filter(|url| !url.is_empty())
-        .unwrap_or_else(|| "./worker_loader.js".to_owned())
+/// The worker build to load, as its loader's URL. The release build gives each loader a
+/// content-hashed name and writes them into `<meta name="orthoscope-worker">` (plain simd128) and
+/// `<meta name="orthoscope-worker-relaxed">` (relaxed SIMD) (scripts/postbuild.mjs). The relaxed build
+/// is chosen where the browser validates a relaxed instruction ([`relaxed_simd_supported`]; Safari
+/// does not) unless `?kernel=simd128` asks for the plain one. Without the tags (a page made by
+/// wasm-bindgen-test, a build without the hook) it is the plain loader next to the page.
+pub fn worker_url() -> String {
+    let document = web_sys::window().and_then(|window| window.document());
+    let meta = |name: &str| {
+        document
+            .as_ref()
+            .and_then(|d| d.query_selector(&format!(r#"meta[name="{name}"]"#)).ok().flatten())
+            .and_then(|meta| meta.get_attribute("content"))
+            .filter(|url| !url.is_empty())
+    };
+    let plain_asked = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .and_then(|search| web_sys::UrlSearchParams::new_with_str(&search).ok())
+        .and_then(|q| q.get("kernel"))
+        .is_some_and(|k| k == "simd128");
+    if !plain_asked {
+        if let Some(relaxed) = meta("orthoscope-worker-relaxed").filter(|_| relaxed_simd_supported()) {
+            return relaxed;
+        }
+    }
+    meta("orthoscope-worker").unwrap_or_else(|| "./worker_loader.js".to_owned())
+}
+
+/// The smallest module holding one relaxed-SIMD instruction, assembled by hand (equal to
+/// `wat2wasm --enable-all` of `(module (func (param v128 v128 v128) (result v128) local.get 0
+/// local.get 1 local.get 2 f32x4.relaxed_madd))`).
+const RELAXED_PROBE: [u8; 37] = [
+    0x00, 0x61, 0x73, 0x6d, // "\0asm"
+    0x01, 0x00, 0x00, 0x00, // version 1
+    0x01, 0x08, // type section, 8 bytes
+    0x01, 0x60, 0x03, 0x7b, 0x7b, 0x7b, 0x01, 0x7b, // one type: (v128 v128 v128) -> v128
+    0x03, 0x02, 0x01, 0x00, // function section: one function of type 0
+    0x0a, 0x0d, 0x01, // code section, 13 bytes, one body
+    0x0b, 0x00, // body of 11 bytes, no locals
+    0x20, 0x00, 0x20, 0x01, 0x20, 0x02, // local.get 0, 1, 2
+    0xfd, 0x85, 0x02, // f32x4.relaxed_madd: SIMD prefix 0xfd, opcode 0x105 as LEB128
+    0x0b, // end
+];
+
+/// Whether this browser's WebAssembly has relaxed SIMD (`WebAssembly.validate` of [`RELAXED_PROBE`]).
+pub fn relaxed_simd_supported() -> bool {
+    let bytes = js_sys::Uint8Array::from(&RELAXED_PROBE[..]);
+    js_sys::WebAssembly::validate(&bytes).unwrap_or(false)
 }
 
 /// How long a Cancel may go unacknowledged before the worker is replaced.

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::geometry::Geometry;
+use crate::kernel::Precision;
 
 use crate::analysis::Progress;
 use crate::job::Opened;
@@ -37,6 +38,17 @@ pub enum Request {
         seed: u64,
         /// Stop after this many rows with an estimate (None: exact).
         stop_after_rows: Option<u64>,
+        /// `?precision=f64` forces the f64 Gram kernel (default f32, see `kernel::Precision`).
+        #[serde(default)]
+        precision: Precision,
+    },
+    /// Measure this worker's kernels (`scripts/bench.sh`): answered with [`Response::Benchmark`].
+    Benchmark {
+        /// Iterations of the peak loop (each is `kernel::bench::PEAK_FLOPS_PER_ITERATION` flops).
+        peak_iterations: u64,
+        /// Shape of the Gram benchmark: rows of `dim` dimensions.
+        dim: u64,
+        rows: u64,
     },
     /// Finish the current step and report the estimate so far.
     StopEarly,
@@ -68,6 +80,19 @@ pub enum Response {
     },
     /// A Cancel was received (the envelope carries the cancelled run).
     Cancelled,
+    /// Speeds measured by [`Request::Benchmark`], GFLOP/s (None where not measurable: no relaxed
+    /// SIMD in this build, no clock).
+    Benchmark {
+        /// Which f32 kernel this worker runs ("relaxed-simd", "simd128", "portable").
+        kernel: String,
+        /// Register-only f32x4 multiply + add loop.
+        peak_gflops: Option<f64>,
+        /// The same loop with `f32x4.relaxed_madd` (relaxed build only).
+        peak_relaxed_gflops: Option<f64>,
+        /// The f32 and f64 Gram updates at the requested shape, in 64-row calls.
+        kernel_gflops: Option<f64>,
+        kernel_f64_gflops: Option<f64>,
+    },
 }
 
 /// A response tagged with the run it belongs to (0 for `Ready`).

@@ -18,6 +18,7 @@ use crate::demo;
 use crate::format::set::MAX_JSON_BYTES;
 use crate::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::job::{Job, JobOptions};
+use crate::kernel::{self, Precision};
 use crate::remote::{self, HfRepo, RemoteError, HF_INDEX_FILE, HF_SINGLE_FILE};
 use crate::source::{ByteSource, ReadError, SliceSource};
 
@@ -52,6 +53,8 @@ fn now_ms() -> f64 {
 /// Installs the message handler and says "ready".
 pub fn start() {
     console_error_panic_hook::set_once();
+    // Kernel timings (Report.gram_gflops, the benchmark): std's clock does not exist on wasm.
+    kernel::bench::set_clock(performance_now);
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|event: MessageEvent| {
         let data = event.data();
         let json = Reflect::get(&data, &"json".into()).ok().and_then(|v| v.as_string());
@@ -67,7 +70,8 @@ pub fn start() {
                 });
                 post(run, Response::Cancelled);
             }
-            Some(Request::Analyze { run: generation, source, tensor, seed, stop_after_rows }) => {
+            Some(Request::Benchmark { peak_iterations, dim, rows }) => post(0, benchmark(peak_iterations, dim, rows)),
+            Some(Request::Analyze { run: generation, source, tensor, seed, stop_after_rows, precision }) => {
                 let files: Vec<File> = Reflect::get(&data, &"files".into())
                     .ok()
                     .and_then(|f| f.dyn_into::<js_sys::Array>().ok())
@@ -76,7 +80,8 @@ pub fn start() {
                 GENERATION.with(|g| g.set(generation));
                 STOP_EARLY.with(|s| s.set(false));
                 wasm_bindgen_futures::spawn_local(async move {
-                    if let Err(message) = analyze(generation, source, files, tensor, seed, stop_after_rows).await {
+                    let settings = (seed, stop_after_rows, precision);
+                    if let Err(message) = analyze(generation, source, files, tensor, settings).await {
                         post(generation, Response::Failed { message });
                     }
                 });
@@ -188,8 +193,7 @@ async fn analyze(
     source: SourceSpec,
     files: Vec<File>,
     tensor: Option<String>,
-    seed: u64,
-    stop_after_rows: Option<u64>,
+    (seed, stop_after_rows, precision): (u64, Option<u64>, Precision),
 ) -> Result<(), String> {
     let started = now_ms();
     let opened = open_sources(&source, files).await?;
@@ -199,7 +203,7 @@ async fn analyze(
     }
     let traffic = opened.url.as_ref().map(|(_, t)| t.clone());
     let bytes_fetched = || traffic.as_ref().map(|t| t.bytes.get());
-    let config = AnalysisConfig { seed, stop_after_rows, ..AnalysisConfig::default() };
+    let config = AnalysisConfig { seed, stop_after_rows, precision, ..AnalysisConfig::default() };
     // Over the network every byte is a download: read the embedding and nothing more.
     let options = JobOptions { tensor_bytes_only: opened.url.is_some() };
     let (mut job, found) =
@@ -270,6 +274,31 @@ async fn analyze(
         }
     }
     Ok(())
+}
+
+/// `performance.now()` of this worker (sub-millisecond, unlike `Date.now`), else `Date.now`.
+fn performance_now() -> f64 {
+    js_sys::global()
+        .dyn_into::<web_sys::WorkerGlobalScope>()
+        .ok()
+        .and_then(|scope| scope.performance())
+        .map(|p| p.now())
+        .unwrap_or_else(js_sys::Date::now)
+}
+
+/// Runs the peak loops and the Gram kernels of this build (a few seconds at most for sane sizes).
+fn benchmark(peak_iterations: u64, dim: u64, rows: u64) -> Response {
+    let (dim, rows) = (dim.clamp(8, 16384) as usize, rows.clamp(64, 1 << 16) as usize);
+    // A first short run of each loop, so that V8 has tiered up before the timed one.
+    let _ = kernel::bench::peak_f32x4_gflops(peak_iterations / 100 + 1, false);
+    let _ = kernel::bench::peak_f32x4_gflops(peak_iterations / 100 + 1, true);
+    Response::Benchmark {
+        kernel: kernel::kernel_name(Precision::F32).to_string(),
+        peak_gflops: kernel::bench::peak_f32x4_gflops(peak_iterations, false),
+        peak_relaxed_gflops: kernel::bench::peak_f32x4_gflops(peak_iterations, true),
+        kernel_gflops: kernel::bench::gram_gflops(dim, rows, Precision::F32),
+        kernel_f64_gflops: kernel::bench::gram_gflops(dim, rows, Precision::F64),
+    }
 }
 
 /// Current size of this instance's linear memory (it only grows, so this is the peak).

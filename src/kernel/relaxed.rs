@@ -1,0 +1,53 @@
+//! The relaxed-SIMD f32 Gram kernel (`f32x4.relaxed_madd`: a fused multiply-add where the machine
+//! has one). Compiled only with the cargo feature `relaxed-simd`, into the second worker build:
+//! Safari rejects a whole module holding one relaxed instruction, so the plain build has none
+//! (`scripts/test.sh` checks both). The page loads this build only after a `WebAssembly.validate`
+//! probe (`worker/client.rs`).
+//!
+//! Not bit for bit equal to the plain kernel: a fused multiply-add rounds once instead of twice, and
+//! relaxed results may differ across machines. The tiles are the plain kernel's, so the results agree
+//! within the f32 kernel's tolerance (`tests/wasm_browser.rs`).
+
+use core::arch::wasm32::*;
+
+use super::simd::gram_update_f32_kernel;
+use super::{PackedGram, LANES, PANEL_BLOCK, TILE_A};
+
+gram_update_f32_kernel!(
+    /// See [`super::gram_update_f32`].
+    #[target_feature(enable = "relaxed-simd")]
+    gram_update_f32_relaxed,
+    f32x4_relaxed_madd
+);
+
+/// See [`super::gram_update_f32`].
+pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
+    // SAFETY: nothing to uphold on wasm: a module whose engine lacks relaxed SIMD fails validation
+    // as a whole, before any code runs; the page loads this build only where the probe validated.
+    #[allow(unused_unsafe)]
+    unsafe {
+        gram_update_f32_relaxed(packed, k, g)
+    }
+}
+
+#[target_feature(enable = "relaxed-simd")]
+fn peak_madd_relaxed(iterations: u64) -> f32 {
+    let m = f32x4_splat(std::hint::black_box(0.999_9));
+    let c = f32x4_splat(std::hint::black_box(1e-4));
+    let mut x = [f32x4_splat(1.0); super::bench::PEAK_CHAINS];
+    for _ in 0..iterations {
+        for v in x.iter_mut() {
+            *v = f32x4_relaxed_madd(*v, m, c);
+        }
+    }
+    x.iter().map(|&v| f32x4_extract_lane::<0>(v)).sum()
+}
+
+/// The peak loop of [`super::bench::peak_f32x4_gflops`] with one relaxed multiply-add per chain.
+pub fn peak_madd(iterations: u64) -> f32 {
+    // SAFETY: as in `gram_update_f32`.
+    #[allow(unused_unsafe)]
+    unsafe {
+        peak_madd_relaxed(iterations)
+    }
+}
