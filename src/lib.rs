@@ -7,7 +7,9 @@
 //! models opened by URL. Everything up to here is pure Rust with no browser types, so it is tested
 //! natively; only [`worker`] and [`ui`] (wasm builds) know about the browser.
 
+pub mod alignment;
 pub mod analysis;
+pub mod centred;
 pub mod charts;
 pub mod error;
 pub mod estimate;
@@ -16,6 +18,7 @@ pub mod geometry;
 pub mod job;
 pub mod kernel;
 pub mod locate;
+pub mod neighbours;
 pub mod paper;
 pub mod permalink;
 pub mod plan;
@@ -24,6 +27,7 @@ pub mod report;
 pub mod source;
 pub mod stats;
 pub mod synth;
+pub mod vocab;
 
 #[cfg(target_arch = "wasm32")]
 pub mod ui;

@@ -457,6 +457,8 @@ impl Compact {
             source_url: self.source_url,
             bytes_fetched: self.bytes_fetched,
             geometry: None,
+            top_pairs: Vec::new(),
+            centred: None,
         })
     }
 }
@@ -486,6 +488,8 @@ impl CompactUnembedding {
             mu_plus_3sigma: estimate::epsilon_3sigma(self.mu, self.sigma),
             mu_plus_2sigma_ci: self.ci,
             note: UNEMBEDDING_NOTE.to_string(),
+            histogram: None,
+            alignment: None,
         })
     }
 }
