@@ -23,6 +23,8 @@ pub struct Params {
     pub hf: Option<String>,
     /// Where `hf` ids resolve (default huggingface.co), like huggingface_hub's `HF_ENDPOINT`.
     pub hf_endpoint: Option<String>,
+    /// Compute the centred statistics after an exact result (`?centred=1`).
+    pub centred: bool,
 }
 
 impl Params {
@@ -41,6 +43,7 @@ impl Params {
             url: get("url").filter(|u| !u.trim().is_empty()),
             hf: get("hf").filter(|h| !h.trim().is_empty()),
             hf_endpoint: get("hf_endpoint").filter(|e| !e.trim().is_empty()),
+            centred: flag("centred"),
         }
     }
 
