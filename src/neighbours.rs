@@ -106,6 +106,24 @@ pub enum Query {
     Token(String),
 }
 
+impl Query {
+    /// What the user typed: digits (or `#` and digits) are a row id; anything else, or digits in
+    /// double quotes, a token string. `None` for blank input.
+    pub fn parse(text: &str) -> Option<Query> {
+        let t = text.trim();
+        if t.is_empty() {
+            return None;
+        }
+        if let Some(quoted) = t.strip_prefix('"').and_then(|q| q.strip_suffix('"')).filter(|q| !q.is_empty()) {
+            return Some(Query::Token(quoted.to_string()));
+        }
+        match t.strip_prefix('#').unwrap_or(t).parse::<u64>() {
+            Ok(row) => Some(Query::Row(row)),
+            Err(_) => Some(Query::Token(t.to_string())),
+        }
+    }
+}
+
 /// Reads rows chunk by chunk, decodes and normalises them (f64, the norm in f64).
 pub struct RowReader<'a> {
     matrix: &'a Matrix,
@@ -240,4 +258,18 @@ pub fn nearest(matrix: &Matrix, row: u64, k: u32) -> Result<Neighbours, Neighbou
         .map(|(id, _, cosine)| Neighbour { row: id as u64, cosine, token: matrix.token(id as u64) })
         .collect();
     Ok(Neighbours { row, token: matrix.token(row), neighbours, rows_compared: compared, rows_dropped: dropped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_are_rows_and_words_are_tokens() {
+        assert_eq!(Query::parse(" 42 "), Some(Query::Row(42)));
+        assert_eq!(Query::parse("#7"), Some(Query::Row(7)));
+        assert_eq!(Query::parse("\"42\""), Some(Query::Token("42".into())));
+        assert_eq!(Query::parse("the"), Some(Query::Token("the".into())));
+        assert_eq!(Query::parse("  "), None);
+    }
 }

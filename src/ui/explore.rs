@@ -21,22 +21,6 @@ fn token_label(row: u64, token: &Option<String>) -> String {
     }
 }
 
-/// Digits are a row id; anything else (or digits in quotes) a token string.
-fn parse_query(text: &str) -> Option<Query> {
-    let t = text.trim();
-    if t.is_empty() {
-        return None;
-    }
-    if let Some(quoted) = t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-        return Some(Query::Token(quoted.to_string()));
-    }
-    let digits = t.strip_prefix('#').unwrap_or(t);
-    match digits.parse::<u64>() {
-        Ok(row) => Some(Query::Row(row)),
-        Err(_) => Some(Query::Token(t.to_string())),
-    }
-}
-
 /// The explorer for the result on display.
 #[component]
 pub fn TailExplorer(
@@ -69,7 +53,7 @@ pub fn TailExplorer(
     let k = RwSignal::new(DEFAULT_K.to_string());
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let Some(q) = parse_query(&query.get_untracked()) else {
+        let Some(q) = Query::parse(&query.get_untracked()) else {
             state.neighbours_message.set("type a token or a row id".into());
             return;
         };
@@ -192,19 +176,5 @@ pub fn TailExplorer(
             <p class="note">{CENTRED_NOTE}</p>
             {centred_view}
         </div>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn digits_are_rows_and_words_are_tokens() {
-        assert_eq!(parse_query(" 42 "), Some(Query::Row(42)));
-        assert_eq!(parse_query("#7"), Some(Query::Row(7)));
-        assert_eq!(parse_query("\"42\""), Some(Query::Token("42".into())));
-        assert_eq!(parse_query("the"), Some(Query::Token("the".into())));
-        assert_eq!(parse_query("  "), None);
     }
 }

@@ -391,7 +391,14 @@ fn unembedding_charts(u: &crate::report::UnembeddingReport, mu: f64, epsilon: f6
         let spec = ChartSpec::Histogram {
             title: "Unembedding: pairwise cosines of its rows (Fig. 10), not the paper's ε".into(),
             series: vec![(format!("{} (μ + 2σ = {})", u.tensor, significant(u.mu_plus_2sigma, 3)), h)],
-            markers: mu_epsilon_markers(u.mu, u.mu_plus_2sigma, u.mu_plus_2sigma_ci),
+            // Named μ + 2σ, never ε: this matrix is not the one the paper's ε is about.
+            markers: mu_epsilon_markers(u.mu, u.mu_plus_2sigma, u.mu_plus_2sigma_ci)
+                .into_iter()
+                .map(|mut m| {
+                    m.label = m.label.replace('ε', "μ + 2σ");
+                    m
+                })
+                .collect(),
             reference: None,
         };
         view! { <ChartCanvas spec=spec testid="unembedding-histogram" file_stem=format!("{stem}-unembedding-pairwise") /> }
