@@ -158,7 +158,8 @@ pub fn Compare(
                     <tbody>{rows}</tbody>
                 </table>
             </div>
-            <div class="table-scroll">
+            // Focusable: the table can be wider than the screen and scrolls by keyboard too.
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Geometry of each result">
                 <table class="compare-table compare-geometry" data-testid="compare-geometry">
                     <caption>"Why ε is what it is: the spectrum of G/V per result (exact passes only)"</caption>
                     <thead>

@@ -75,7 +75,7 @@ test("the tail explorer lists the GGUF vocabulary's tokens, finds a token's neig
     // Nearest neighbours of a token typed by its string: the CLI's list.
     await b.page.fill('[data-testid="explore-query"]', "tok42");
     await b.page.click('[data-testid="explore-find"]');
-    await b.page.waitForSelector('[data-testid="neighbours"]');
+    await b.page.waitForFunction(() => document.querySelectorAll('[data-testid="neighbours"] tbody tr').length === 10);
     const cliNeighbours = JSON.parse(cli("neighbours", file, "--token", "tok42", "--k", "10", "--json"));
     assert.equal(cliNeighbours.row, 42);
     const shown = await b.page.$$eval('[data-testid="neighbours"] tbody tr', (rs) => rs.map((r) => r.children[1].textContent));
