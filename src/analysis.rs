@@ -123,6 +123,8 @@ pub struct Analysis {
     /// Unit rows of the histogram sample (kept rows only), `dim_padded` each, and their blocks.
     sample_units: Vec<f32>,
     sample_block: Vec<u32>,
+    /// Row id of each kept sample row (names the tail explorer's pairs).
+    sample_row_ids: Vec<u64>,
     /// Sample blocks read so far.
     sample_read: usize,
     sample_counts: RowCounts,
@@ -192,6 +194,7 @@ impl Analysis {
             phase: Phase::Sample,
             sample_units: Vec::new(),
             sample_block: Vec::new(),
+            sample_row_ids: Vec::new(),
             sample_read: 0,
             sample_counts: RowCounts::default(),
             pair_sample: None,
@@ -264,6 +267,7 @@ impl Analysis {
                 self.sample_counts.record(fate);
                 if fate == RowFate::Kept {
                     self.sample_block.push(block);
+                    self.sample_row_ids.push(first + r as u64);
                 } else {
                     self.sample_units.truncate(at);
                 }
@@ -271,7 +275,10 @@ impl Analysis {
             self.sample_read += 1;
         }
         if self.sample_read >= self.plan.sample_blocks {
-            self.pair_sample = Some(PairSample::new(std::mem::take(&mut self.sample_block)));
+            self.pair_sample = Some(
+                PairSample::new(std::mem::take(&mut self.sample_block))
+                    .with_row_ids(std::mem::take(&mut self.sample_row_ids)),
+            );
             self.phase = Phase::SamplePairs;
         }
         Ok(())
@@ -559,6 +566,8 @@ impl Analysis {
             source_url: None,
             bytes_fetched: None,
             geometry: None,
+            top_pairs: sample.top_pairs(),
+            centred: None,
         })
     }
 

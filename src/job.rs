@@ -19,6 +19,7 @@ use crate::geometry::{Geometry, GeometryError, GeometryTiming};
 use crate::kernel::MAX_CHUNK_ROWS;
 use crate::locate::choose_in_set;
 use crate::locate::locate;
+use crate::neighbours::Matrix;
 use crate::report::{Report, UnembeddingReport};
 use crate::source::ByteSource;
 
@@ -64,6 +65,10 @@ pub struct Job {
     unembedding: Option<Analysis>,
     tied: Tied,
     stopped: bool,
+    /// The embedding and the vocabulary, for requests after the result (neighbours, centred pass).
+    matrix: Matrix,
+    /// The separate unembedding, when its rows may be read (per-token cosines, paper Fig. 9).
+    unembedding_matrix: Option<Matrix>,
 }
 
 impl Job {
@@ -113,11 +118,20 @@ impl Job {
             missing: set.missing.clone(),
             ignored: set.ignored.clone(),
         };
+        let vocab =
+            if model.vocab.is_empty() { crate::vocab::from_sources(&sources, &set.files) } else { model.vocab.clone() };
+        let matrix = Matrix::new(source_of(&info)?, info.clone(), Rc::new(vocab));
         // The shape checks come first: nothing below reads or allocates for a tensor they refuse.
         let embedding =
             Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason), config.clone())?;
         let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only);
         // A broken unembedding must not cost the user the embedding's result: it is left out.
+        let unembedding_matrix = match &unembedding_info {
+            Some(u) if !options.tensor_bytes_only => {
+                source_of(u).ok().map(|s| Matrix::new(s, u.clone(), matrix.vocab.clone()))
+            }
+            _ => None,
+        };
         let unembedding = match &unembedding_info {
             Some(_) if options.tensor_bytes_only => None,
             Some(u) => {
@@ -128,7 +142,7 @@ impl Job {
             }
             None => None,
         };
-        Ok((Job { embedding, unembedding, tied, stopped: false }, opened))
+        Ok((Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix }, opened))
     }
 
     /// One bounded piece of work; true when the job is finished.
@@ -181,6 +195,11 @@ impl Job {
 
     /// The embedding's geometry ([`Analysis::geometry`]): None unless its pass was exact. The
     /// unembedding, a sample, has none.
+    /// The embedding matrix and its vocabulary, for the tail explorer and the centred pass.
+    pub fn matrix(&self) -> &Matrix {
+        &self.matrix
+    }
+
     pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
         self.embedding.geometry(timing)
     }
@@ -196,6 +215,16 @@ impl Job {
         let mut report = self.embedding.report(timing_ms)?;
         report.unembedding =
             self.unembedding.as_ref().and_then(|u| u.report(0.0).ok()).map(|r| UnembeddingReport::from_report(&r));
+        // Per-token cosines of the two matrices (paper Fig. 9): one O(V·d) read of both, after an
+        // exact pass only (an early stop means the user wanted an answer now).
+        if let (Some(u), Some(w), true) = (report.unembedding.as_mut(), self.unembedding_matrix.as_ref(), report.exact)
+        {
+            u.alignment = crate::alignment::token_alignment(&self.matrix, w).ok();
+        }
+        for p in &mut report.top_pairs {
+            p.a_token = self.matrix.token(p.a);
+            p.b_token = self.matrix.token(p.b);
+        }
         report.tied = self.tied.tied;
         report.tied_evidence = self.tied.evidence.clone();
         Ok(report)

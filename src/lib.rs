@@ -8,7 +8,9 @@
 //! natively; only [`worker`] and [`ui`] (wasm builds) know about the browser.
 
 pub mod accumulate;
+pub mod alignment;
 pub mod analysis;
+pub mod centred;
 pub mod charts;
 /// The malformed-file corpus: not in the product (cargo feature `fixtures`).
 #[cfg(feature = "fixtures")]
@@ -21,6 +23,7 @@ pub mod geometry;
 pub mod job;
 pub mod kernel;
 pub mod locate;
+pub mod neighbours;
 pub mod paper;
 pub mod permalink;
 pub mod plan;
@@ -31,6 +34,7 @@ pub mod stats;
 /// Test fixtures and hostile inputs: not in the product (cargo feature `fixtures`).
 #[cfg(feature = "fixtures")]
 pub mod synth;
+pub mod vocab;
 
 #[cfg(target_arch = "wasm32")]
 pub mod ui;

@@ -462,6 +462,8 @@ impl Compact {
             source_url: self.source_url,
             bytes_fetched: self.bytes_fetched,
             geometry: None,
+            top_pairs: Vec::new(),
+            centred: None,
         })
     }
 }
@@ -499,6 +501,8 @@ impl CompactUnembedding {
             mu_plus_3sigma: estimate::epsilon_3sigma(self.mu, self.sigma),
             mu_plus_2sigma_ci: self.ci,
             note: UNEMBEDDING_NOTE.to_string(),
+            histogram: None,
+            alignment: None,
         })
     }
 }

@@ -3,9 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::alignment::TokenAlignment;
+use crate::centred::Centred;
 use crate::estimate::{Capacities, Class};
 use crate::geometry::Geometry;
-use crate::stats::Histogram;
+use crate::stats::{Histogram, TopPair};
 
 /// Version of the JSON layout below.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -130,6 +132,14 @@ pub struct Report {
     /// d > [`crate::geometry::MAX_GEOMETRY_DIM`], and in a permalink.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub geometry: Option<Geometry>,
+    /// The [`crate::stats::TOP_PAIRS`] most similar pairs of the histogram sample, most similar
+    /// first (the tail explorer, paper Fig. 3). Not carried in a permalink (token strings can be long).
+    #[serde(default)]
+    pub top_pairs: Vec<TopPair>,
+    /// μ, σ, ε of the mean-centred, re-normalised rows, on request (`?centred=1`, a button, the
+    /// CLI's `--centred`): not the paper's ε. Not carried in a permalink.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub centred: Option<Centred>,
 }
 
 /// The unembedding's cosine statistics, shown beside the paper's ε but never as it.
@@ -151,6 +161,14 @@ pub struct UnembeddingReport {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mu_plus_2sigma_ci: Option<[f64; 2]>,
     pub note: String,
+    /// Pairwise cosines among the unembedding's sampled rows (paper Fig. 10): not the paper's ε.
+    /// Not carried in a permalink.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub histogram: Option<HistogramReport>,
+    /// Cosine of each token's embedding and unembedding rows (paper Fig. 9), over every token,
+    /// when both matrices have the same shape and the pass was exact. Not carried in a permalink.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub alignment: Option<TokenAlignment>,
 }
 
 impl UnembeddingReport {
@@ -170,6 +188,8 @@ impl UnembeddingReport {
             mu_plus_3sigma: r.epsilon_3sigma,
             mu_plus_2sigma_ci: r.epsilon_ci,
             note: UNEMBEDDING_NOTE.to_string(),
+            histogram: Some(r.histogram.clone()),
+            alignment: None,
         }
     }
 }

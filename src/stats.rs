@@ -4,6 +4,9 @@
 //! without a V×V matrix; [`PairSample`] keeps individual cosines of a row sample for the histogram and
 //! for the uncertainty of a running estimate. Both add up across workers with `merge`.
 
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, bench, PackedGram, Precision};
@@ -417,6 +420,91 @@ pub const HISTOGRAM_BINS: usize = 300;
 /// The zoom of Fig. 1/2: [−0.2, 0.2].
 pub const ZOOM_HALF_WIDTH: f64 = 0.2;
 
+/// Most similar pairs of the histogram sample kept for the tail explorer (the paper's Fig. 3).
+pub const TOP_PAIRS: usize = 20;
+
+/// One pair of rows and their cosine: the tail explorer's list (`Report::top_pairs`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TopPair {
+    /// Row ids in the tensor (token ids), a < b.
+    pub a: u64,
+    pub b: u64,
+    pub cosine: f64,
+    /// The tokens' strings when the model carries a vocabulary.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub a_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub b_token: Option<String>,
+}
+
+/// A pair in the top-K heap, ordered by cosine, ties broken towards the smaller indices so the list
+/// does not depend on the order pairs arrive in.
+#[derive(Clone, Copy, Debug)]
+struct Ranked {
+    cos: f64,
+    i: u32,
+    j: u32,
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.cos.total_cmp(&o.cos).then_with(|| (o.i, o.j).cmp(&(self.i, self.j)))
+    }
+}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl PartialEq for Ranked {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Ranked {}
+
+/// The `k` largest of a stream of pairs: a min-heap of at most `k` (O(log k) per pair, and O(1) for
+/// the many pairs below the current k-th).
+#[derive(Clone, Debug)]
+pub struct TopK {
+    k: usize,
+    heap: BinaryHeap<Reverse<Ranked>>,
+}
+
+impl TopK {
+    pub fn new(k: usize) -> Self {
+        Self { k, heap: BinaryHeap::with_capacity(k + 1) }
+    }
+
+    #[inline]
+    pub fn offer(&mut self, i: usize, j: usize, cos: f64) {
+        if self.k == 0 {
+            return;
+        }
+        let (i, j) = (i.min(j) as u32, i.max(j) as u32);
+        let item = Ranked { cos, i, j };
+        if self.heap.len() < self.k {
+            self.heap.push(Reverse(item));
+        } else if self.heap.peek().is_some_and(|Reverse(least)| item > *least) {
+            self.heap.pop();
+            self.heap.push(Reverse(item));
+        }
+    }
+
+    /// (i, j, cos), most similar first.
+    pub fn sorted(&self) -> Vec<(usize, usize, f64)> {
+        let mut v: Vec<Ranked> = self.heap.iter().map(|Reverse(r)| *r).collect();
+        v.sort_by(|a, b| b.cmp(a));
+        v.into_iter().map(|r| (r.i as usize, r.j as usize, r.cos)).collect()
+    }
+}
+
+impl PartialEq for TopK {
+    fn eq(&self, o: &Self) -> bool {
+        self.k == o.k && self.sorted() == o.sorted()
+    }
+}
+
 /// Individual cosines among a sample of rows: histograms, and the moments needed for the
 /// uncertainty of a partial pass (the U-statistic variance terms ζ₁, ζ₂). The sample is made of
 /// whole blocks of adjacent rows; pairs within one block are left out when the sample does not
@@ -433,6 +521,10 @@ pub struct PairSample {
     pub row_sum: Vec<f64>,
     pub row_sum_sq: Vec<f64>,
     pub row_pairs: Vec<u64>,
+    /// Row id in the tensor of each sample row (sample indices when not given).
+    pub row_ids: Vec<u64>,
+    /// The [`TOP_PAIRS`] most similar pairs recorded, as sample indices.
+    pub top: TopK,
 }
 
 impl PairSample {
@@ -448,7 +540,30 @@ impl PairSample {
             row_sum: vec![0.0; rows],
             row_sum_sq: vec![0.0; rows],
             row_pairs: vec![0; rows],
+            row_ids: (0..rows as u64).collect(),
+            top: TopK::new(TOP_PAIRS),
         }
+    }
+
+    /// Names the sample rows by their row ids in the tensor (as many as there are sample rows).
+    pub fn with_row_ids(mut self, ids: Vec<u64>) -> Self {
+        if ids.len() == self.rows() {
+            self.row_ids = ids;
+        }
+        self
+    }
+
+    /// The most similar pairs recorded, most similar first, by row id.
+    pub fn top_pairs(&self) -> Vec<TopPair> {
+        self.top
+            .sorted()
+            .into_iter()
+            .map(|(i, j, cosine)| {
+                let id = |k: usize| self.row_ids.get(k).copied().unwrap_or(k as u64);
+                let (a, b) = (id(i).min(id(j)), id(i).max(id(j)));
+                TopPair { a, b, cosine, a_token: None, b_token: None }
+            })
+            .collect()
     }
 
     /// Records cos(i, j) for sample rows i ≠ j.
@@ -464,6 +579,7 @@ impl PairSample {
         self.power_sums[2] += c2 * c;
         self.power_sums[3] += c2 * c2;
         self.pairs += 1;
+        self.top.offer(i, j, c);
         for k in [i, j] {
             if let (Some(s), Some(s2), Some(n)) =
                 (self.row_sum.get_mut(k), self.row_sum_sq.get_mut(k), self.row_pairs.get_mut(k))
@@ -489,5 +605,30 @@ impl PairSample {
         let (mu, mean_sq) = (self.power_sums[0] / p, self.power_sums[1] / p);
         let sigma = (mean_sq - mu * mu).max(0.0).sqrt();
         Some(Moments { rows: self.rows() as u64, pairs: self.pairs, mu, mean_sq, sigma })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_k_keeps_the_k_largest_in_any_arrival_order_with_ties_to_the_smaller_pair() {
+        // Cosines with ties, offered in two orders: same list, equal to a full sort.
+        let pairs: Vec<(usize, usize, f64)> =
+            (0..200).map(|n| (n % 37, 40 + n, ((n * 7919) % 23) as f64 / 23.0 - 0.5)).collect();
+        let mut want = pairs.clone();
+        want.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
+        want.truncate(10);
+        for order in [pairs.clone(), pairs.iter().rev().copied().collect()] {
+            let mut top = TopK::new(10);
+            for (i, j, c) in order {
+                top.offer(i, j, c);
+            }
+            assert_eq!(top.sorted(), want);
+        }
+        let mut none = TopK::new(0);
+        none.offer(1, 2, 0.5);
+        assert!(none.sorted().is_empty());
     }
 }

@@ -124,9 +124,17 @@ fn round_trip(case: &str, original: &Report) -> String {
     assert!(decoded.gram_gflops.is_none() && decoded.precision_reason.is_empty());
     patched.gram_gflops = original.gram_gflops;
     patched.precision_reason = original.precision_reason.clone();
+    // Not carried (issue 10): the tail explorer's pairs, the centred statistics, the unembedding's
+    // histogram and per-token cosines.
+    assert!(decoded.top_pairs.is_empty() && decoded.centred.is_none(), "{case}");
+    patched.top_pairs = original.top_pairs.clone();
+    patched.centred = original.centred.clone();
     if let (Some(p), Some(w)) = (patched.unembedding.as_mut(), &original.unembedding) {
+        assert!(p.histogram.is_none() && p.alignment.is_none(), "{case}");
         p.mu_plus_2sigma = w.mu_plus_2sigma;
         p.mu_plus_3sigma = w.mu_plus_3sigma;
+        p.histogram = w.histogram.clone();
+        p.alignment = w.alignment.clone();
     }
     assert_eq!(&patched, original, "{case}: a field other than the quantised/derived ones changed");
     eprintln!("{case}: {} characters", fragment.len());

@@ -27,6 +27,7 @@ mod cli {
     use orthoscope::job::Job;
     use orthoscope::locate::choose_in_set;
     use orthoscope::locate::locate;
+    use orthoscope::neighbours::{nearest, Query};
     use orthoscope::report::Report;
     use orthoscope::source::{ByteSource, FileSource};
     #[cfg(feature = "fixtures")]
@@ -56,6 +57,28 @@ mod cli {
             #[arg(long)]
             rows: Option<u64>,
             /// Print the Report as JSON.
+            #[arg(long)]
+            json: bool,
+            /// Also compute μ, σ, ε of the mean-centred rows (a second pass; not the paper's ε).
+            #[arg(long)]
+            centred: bool,
+        },
+        /// The exact nearest neighbours (by cosine, over all rows) of one row of the embedding, named
+        /// by its row id or its token string (from a GGUF vocabulary or a tokenizer.json given too).
+        Neighbours {
+            #[arg(required = true)]
+            files: Vec<PathBuf>,
+            /// Row id (token id).
+            #[arg(long, conflicts_with = "token", required_unless_present = "token")]
+            row: Option<u64>,
+            /// Token string, looked up in the vocabulary.
+            #[arg(long)]
+            token: Option<String>,
+            /// How many neighbours.
+            #[arg(long, default_value_t = 10)]
+            k: u32,
+            #[arg(long)]
+            tensor: Option<String>,
             #[arg(long)]
             json: bool,
         },
@@ -176,14 +199,42 @@ mod cli {
 
     fn run(command: Command) -> Result<(), String> {
         match command {
-            Command::Analyze { files, tensor, seed, rows, json } => {
-                let report = analyze(&files, tensor.as_deref(), seed, rows)?;
+            Command::Analyze { files, tensor, seed, rows, json, centred } => {
+                let report = analyze(&files, tensor.as_deref(), seed, rows, centred)?;
                 let text = if json {
                     serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n"
                 } else {
                     text_report(&report)
                 };
                 // A closed pipe (`| head`) is not an error worth a panic.
+                let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+                Ok(())
+            }
+            Command::Neighbours { files, row, token, k, tensor, json } => {
+                let sources: Vec<Rc<dyn ByteSource>> =
+                    open_all(&files)?.into_iter().map(|s| Rc::new(s) as Rc<dyn ByteSource>).collect();
+                let (job, _) =
+                    Job::open(sources, tensor.as_deref(), AnalysisConfig::default()).map_err(|e| e.to_string())?;
+                let query = match (row, token) {
+                    (Some(r), _) => Query::Row(r),
+                    (None, Some(t)) => Query::Token(t),
+                    (None, None) => return Err("give --row N or --token STRING".to_string()),
+                };
+                let row = job.matrix().resolve(&query).map_err(|e| e.to_string())?;
+                let found = nearest(job.matrix(), row, k).map_err(|e| e.to_string())?;
+                let text = if json {
+                    serde_json::to_string_pretty(&found).map_err(|e| e.to_string())? + "\n"
+                } else {
+                    let name = |r: u64, t: &Option<String>| {
+                        t.as_ref().map_or(format!("row {r}"), |t| format!("row {r} {t:?}"))
+                    };
+                    let mut out =
+                        format!("nearest to {} over {} rows:\n", name(found.row, &found.token), found.rows_compared);
+                    for n in &found.neighbours {
+                        out.push_str(&format!("{:>10.6}  {}\n", n.cosine, name(n.row, &n.token)));
+                    }
+                    out
+                };
                 let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
                 Ok(())
             }
@@ -341,14 +392,25 @@ mod cli {
         Ok(())
     }
 
-    fn analyze(files: &[PathBuf], tensor: Option<&str>, seed: u64, rows: Option<u64>) -> Result<Report, String> {
+    fn analyze(
+        files: &[PathBuf],
+        tensor: Option<&str>,
+        seed: u64,
+        rows: Option<u64>,
+        centred: bool,
+    ) -> Result<Report, String> {
         let started = Instant::now();
         let sources: Vec<Rc<dyn ByteSource>> =
             open_all(files)?.into_iter().map(|s| Rc::new(s) as Rc<dyn ByteSource>).collect();
         let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
         let (job, _) = Job::open(sources, tensor, config).map_err(|e| e.to_string())?;
         let job = job.run().map_err(|e| e.to_string())?;
-        job.report_with_geometry(started.elapsed().as_secs_f64() * 1000.0).map_err(|e| e.to_string())
+        let mut report =
+            job.report_with_geometry(started.elapsed().as_secs_f64() * 1000.0).map_err(|e| e.to_string())?;
+        if centred {
+            report.centred = Some(orthoscope::centred::centred(job.matrix()).map_err(|e| e.to_string())?);
+        }
+        Ok(report)
     }
 
     /// Opens every file named, a directory standing for the regular files directly in it (sorted,
@@ -465,6 +527,25 @@ mod cli {
                 g.eigen_ms
             );
             let _ = writeln!(s, "dimensions that carry μ: {}", dims.join(", "));
+        }
+        if let Some(c) = &r.centred {
+            let _ = writeln!(
+                s,
+                "centred (not the paper's ε): μ = {:.6}  σ = {:.6}  μ+2σ = {:.6} after subtracting the mean row (‖m‖ = {:.4})",
+                c.mu, c.sigma, c.epsilon, c.mean_norm
+            );
+        }
+        if let Some(p) = r.top_pairs.first() {
+            let name = |id: u64, t: &Option<String>| t.as_ref().map_or(id.to_string(), |t| format!("{id} {t:?}"));
+            let _ = writeln!(
+                s,
+                "most similar pair of the sample: {} · {} (cos {:.4}); {} of the top {} above ε",
+                name(p.a, &p.a_token),
+                name(p.b, &p.b_token),
+                p.cosine,
+                r.top_pairs.iter().filter(|p| p.cosine > r.epsilon).count(),
+                r.top_pairs.len()
+            );
         }
         let _ =
             writeln!(s, "tied: {} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence);

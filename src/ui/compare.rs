@@ -5,6 +5,7 @@ use leptos::prelude::*;
 
 use super::chart::{ChartCanvas, ChartSpec};
 use super::controller::State;
+use super::geometry::{missing_reason, reading};
 use super::result::{class_name, headline_capacity};
 use super::session::Entry;
 use crate::paper;
@@ -92,6 +93,46 @@ pub fn Compare(
             })
             .collect_view()
     };
+    let geometry_rows = move || {
+        entries
+            .get()
+            .into_iter()
+            .map(|e| {
+                let r = &e.report;
+                let name = model_name(&r.file, r.source_url.as_deref());
+                let cells = match &r.geometry {
+                    Some(g) => {
+                        let top = g.top_mean_dimensions.first().map_or_else(
+                            || "–".to_string(),
+                            |m| {
+                                if r.mu != 0.0 {
+                                    format!("{} ({:.0} % of μ)", m.dim, 100.0 * m.contribution / r.mu)
+                                } else {
+                                    m.dim.to_string()
+                                }
+                            },
+                        );
+                        view! {
+                            <td>{significant(g.participation_ratio, 3)}</td>
+                            <td>{significant(g.effective_rank, 3)}</td>
+                            <td>{format!("{:.1} %", 100.0 * g.leading_share())}</td>
+                            <td>{top}</td>
+                            <td class="reading">{reading(g, r.mu)}</td>
+                        }
+                        .into_any()
+                    }
+                    None => view! { <td colspan="5" class="note">{missing_reason(r)}</td> }.into_any(),
+                };
+                view! {
+                    <tr data-testid="compare-geometry-row" data-has-geometry=r.geometry.is_some().to_string()>
+                        <th scope="row">{name}<span class="dims">{format!(" {}", r.tensor)}</span></th>
+                        <td>{significant(r.epsilon, 4)}</td>
+                        {cells}
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
     view! {
         <section class="compare" aria-labelledby="compare-title">
             <h2 id="compare-title">"Compare models"</h2>
@@ -115,6 +156,24 @@ pub fn Compare(
                         </tr>
                     </thead>
                     <tbody>{rows}</tbody>
+                </table>
+            </div>
+            // Focusable: the table can be wider than the screen and scrolls by keyboard too.
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Geometry of each result">
+                <table class="compare-table compare-geometry" data-testid="compare-geometry">
+                    <caption>"Why ε is what it is: the spectrum of G/V per result (exact passes only)"</caption>
+                    <thead>
+                        <tr>
+                            <th scope="col">"Model"</th>
+                            <th scope="col">"ε"</th>
+                            <th scope="col">"Participation ratio"</th>
+                            <th scope="col">"Effective rank"</th>
+                            <th scope="col">"λ₁/Σλ"</th>
+                            <th scope="col">"Top dimension"</th>
+                            <th scope="col">"Reading"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{geometry_rows}</tbody>
                 </table>
             </div>
             <p class="buttons">

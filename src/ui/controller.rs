@@ -15,6 +15,7 @@ use super::session::Session;
 use crate::analysis::Progress;
 use crate::geometry::geometry_expected;
 use crate::job::Opened;
+use crate::neighbours::{Neighbours, Query};
 use crate::permalink;
 use crate::report::{significant, Report};
 use crate::worker::client::WorkerClient;
@@ -80,6 +81,12 @@ pub struct State {
     pub geometry_pending: RwSignal<bool>,
     /// Why the geometry of the result on display is missing, when its eigen step failed.
     pub geometry_message: RwSignal<String>,
+    /// The tail explorer's last answer, and why the last search failed.
+    pub neighbours: RwSignal<Option<Neighbours>>,
+    pub neighbours_message: RwSignal<String>,
+    /// Share of the centred pass done while it runs.
+    pub centred_progress: RwSignal<Option<f64>>,
+    pub centred_message: RwSignal<String>,
 }
 
 impl State {
@@ -100,6 +107,10 @@ impl State {
             demo: RwSignal::new(String::new()),
             geometry_pending: RwSignal::new(false),
             geometry_message: RwSignal::new(String::new()),
+            neighbours: RwSignal::new(None),
+            neighbours_message: RwSignal::new(String::new()),
+            centred_progress: RwSignal::new(None),
+            centred_message: RwSignal::new(String::new()),
         }
     }
 }
@@ -178,6 +189,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
                 state.geometry_pending.set(false);
                 state.report.update(|r| {
                     if let Some(r) = r {
+                        state.session.set_geometry(r, &geometry);
                         r.geometry = Some(geometry);
                     }
                 });
@@ -189,13 +201,46 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
             state.geometry_message.set(message);
             return;
         }
+        Response::Neighbours(n) => {
+            state.neighbours_message.set(String::new());
+            state.neighbours.set(Some(n));
+            return;
+        }
+        Response::NeighboursFailed { message } => {
+            state.neighbours_message.set(message);
+            return;
+        }
+        Response::CentredProgress { fraction } => {
+            state.centred_progress.set(Some(fraction));
+            return;
+        }
+        Response::Centred(centred) => {
+            state.centred_progress.set(None);
+            state.report.update(|r| {
+                if let Some(r) = r {
+                    r.centred = Some(centred);
+                }
+            });
+            return;
+        }
+        Response::CentredFailed { message } => {
+            state.centred_progress.set(None);
+            state.centred_message.set(message);
+            return;
+        }
         _ => {}
     }
     if state.status.get_untracked() != Status::Running {
         return;
     }
     match response {
-        Response::Geometry(_) | Response::GeometryFailed { .. } => {}
+        Response::Geometry(_)
+        | Response::GeometryFailed { .. }
+        | Response::Neighbours(_)
+        | Response::NeighboursFailed { .. }
+        | Response::CentredProgress { .. }
+        | Response::Centred(_)
+        | Response::CentredFailed { .. } => {}
         // Benchmark answers go to whoever asked (scripts/bench.sh talks to a worker of its own).
         Response::Ready | Response::Cancelled | Response::Benchmark { .. } => {}
         Response::Opened(opened) => {
@@ -221,9 +266,17 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
             state.provenance.set(Provenance::Analysed);
             state.geometry_message.set(String::new());
             state.geometry_pending.set(report.geometry.is_none() && geometry_expected(report.exact, report.dim));
+            state.neighbours.set(None);
+            state.neighbours_message.set(String::new());
+            state.centred_progress.set(None);
+            state.centred_message.set(String::new());
+            let centred = report.exact && CONTROLLER.with(|c| c.borrow().as_ref().is_some_and(|c| c.params.centred));
             state.report.set(Some(report));
             state.progress.set(None);
             state.status.set(Status::Done);
+            if centred {
+                compute_centred(state);
+            }
         }
         Response::Failed { message } => {
             state.progress.set(None);
@@ -336,6 +389,32 @@ pub fn stop_early() {
     CONTROLLER.with(|c| {
         if let Some(client) = c.borrow().as_ref().and_then(|c| c.client.as_ref()) {
             client.send(Request::StopEarly, Vec::new());
+        }
+    });
+}
+
+/// Asks the worker that produced the result on display for the nearest neighbours of a row.
+pub fn find_neighbours(state: State, query: Query, k: u32) {
+    state.neighbours_message.set(String::new());
+    CONTROLLER.with(|c| {
+        if let Some(c) = c.borrow().as_ref() {
+            match c.client.as_ref() {
+                Some(client) => client.send(Request::Neighbours { run: c.run, query, k }, Vec::new()),
+                None => state.neighbours_message.set("open the model to search its rows".into()),
+            }
+        }
+    });
+}
+
+/// Starts the centred pass over the result on display (a second exact pass, with progress).
+pub fn compute_centred(state: State) {
+    state.centred_message.set(String::new());
+    CONTROLLER.with(|c| {
+        if let Some(c) = c.borrow().as_ref() {
+            if let Some(client) = c.client.as_ref() {
+                state.centred_progress.set(Some(0.0));
+                client.send(Request::Centred { run: c.run }, Vec::new());
+            }
         }
     });
 }

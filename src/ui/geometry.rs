@@ -5,7 +5,36 @@
 use leptos::prelude::*;
 
 use super::controller::State;
+use crate::geometry::{geometry_expected, Geometry, MAX_GEOMETRY_DIM};
 use crate::report::{significant, Report};
+
+/// One sentence that reads a geometry (the compare view puts one per result side by side).
+pub fn reading(g: &Geometry, mu: f64) -> String {
+    let top = g.top_mean_dimensions.first();
+    let dim_part = match top {
+        Some(m) if mu != 0.0 => {
+            format!("; coordinate {} alone carries {:.0} % of μ", m.dim, 100.0 * m.contribution / mu)
+        }
+        _ => String::new(),
+    };
+    format!(
+        "One direction carries {:.0} % of the second moment; the rows spread over about {} directions (participation ratio){dim_part}.",
+        100.0 * g.leading_share(),
+        significant(g.participation_ratio, 3),
+    )
+}
+
+/// Why a report has no geometry, for a table cell: only exact passes get one, and a permalink
+/// never carries it (the spectrum is d numbers; links stay short).
+pub fn missing_reason(report: &Report) -> String {
+    if !report.exact {
+        "not computed: an estimate (the spectrum needs the exact pass)".to_string()
+    } else if !geometry_expected(report.exact, report.dim) {
+        format!("not computed: d above {MAX_GEOMETRY_DIM}")
+    } else {
+        "not in shared links".to_string()
+    }
+}
 
 /// Eigenvalues printed as text.
 const EIGENVALUES_SHOWN: usize = 20;

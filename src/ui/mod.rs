@@ -5,6 +5,7 @@ mod chart;
 mod compare;
 mod controller;
 mod embed;
+mod explore;
 mod geometry;
 mod open;
 mod params;

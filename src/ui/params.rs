@@ -28,6 +28,8 @@ pub struct Params {
     pub hf_endpoint: Option<String>,
     /// The Gram pass's arithmetic (`?precision=f64`; anything else is the default f32).
     pub precision: Precision,
+    /// Compute the centred statistics after an exact result (`?centred=1`).
+    pub centred: bool,
 }
 
 impl Params {
@@ -51,6 +53,7 @@ impl Params {
             } else {
                 Precision::F32
             },
+            centred: flag("centred"),
         }
     }
 

@@ -294,6 +294,7 @@ fn ResultCard(
                 <ChartCanvas spec=by_dim testid="sensitivity-dim" shape="chart-tall" file_stem=chart_stem("capacity-vs-d") />
             </div>
             <super::geometry::GeometrySection report=r.clone() state=state />
+            <super::explore::TailExplorer report=r.clone() state=state />
             <details class="numbers-details">
                 <summary>"All numbers"</summary>
                 <table class="numbers">
@@ -303,6 +304,7 @@ fn ResultCard(
                 </table>
             </details>
             {r.unembedding.clone().map(|u| {
+                let stem_base = export_stem(&r);
                 let interval = u.mu_plus_2sigma_ci.map_or_else(
                     || "exact".to_string(),
                     |[lo, hi]| format!("95 % interval [{}, {}] from {} of {} rows", significant(lo, 4), significant(hi, 4), group_digits(u.rows_seen), group_digits(u.rows)),
@@ -312,6 +314,7 @@ fn ResultCard(
                         <h3>{format!("Unembedding {} ({} × {}, {})", u.tensor, group_digits(u.rows), group_digits(u.dim), u.dtype)}</h3>
                         <p>{format!("μ = {} · σ = {} · μ + 2σ = {} ({interval})", significant(u.mu, 5), significant(u.sigma, 5), significant(u.mu_plus_2sigma, 5))}</p>
                         <p class="note">{u.note.clone()}</p>
+                        {unembedding_charts(&u, r.mu, r.epsilon, &stem_base)}
                     </div>
                 }
             })}
@@ -378,5 +381,56 @@ pub fn Glossary() -> impl IntoView {
                 " (2026)."
             </p>
         </details>
+    }
+}
+
+/// The unembedding's own pairwise histogram (paper Fig. 10) and the per-token cosines of embedding
+/// and unembedding rows (Fig. 9), both marked as not the paper's ε.
+fn unembedding_charts(u: &crate::report::UnembeddingReport, mu: f64, epsilon: f64, stem: &str) -> impl IntoView {
+    let pairwise = u.histogram.clone().map(|h| {
+        let spec = ChartSpec::Histogram {
+            title: "Unembedding: pairwise cosines of its rows (Fig. 10), not the paper's ε".into(),
+            series: vec![(format!("{} (μ + 2σ = {})", u.tensor, significant(u.mu_plus_2sigma, 3)), h)],
+            // Named μ + 2σ, never ε: this matrix is not the one the paper's ε is about.
+            markers: mu_epsilon_markers(u.mu, u.mu_plus_2sigma, u.mu_plus_2sigma_ci)
+                .into_iter()
+                .map(|mut m| {
+                    m.label = m.label.replace('ε', "μ + 2σ");
+                    m
+                })
+                .collect(),
+            reference: None,
+        };
+        view! { <ChartCanvas spec=spec testid="unembedding-histogram" file_stem=format!("{stem}-unembedding-pairwise") /> }
+    });
+    let alignment = u.alignment.clone().map(|a| {
+        let text = format!(
+            "Per token, cos(embedding row, unembedding row): mean {} ± {} over {} tokens (min {}, max {}). For scale, the embedding's own pairs have μ = {} and ε = {}.",
+            significant(a.mean, 4),
+            significant(a.sigma, 3),
+            a.tokens,
+            significant(a.min, 3),
+            significant(a.max, 3),
+            significant(mu, 4),
+            significant(epsilon, 4),
+        );
+        let spec = ChartSpec::Histogram {
+            title: "Per-token cosine of embedding and unembedding rows (Fig. 9), not the paper's ε".into(),
+            series: vec![(format!("{} vs {}", a.embedding, a.unembedding), a.histogram.clone())],
+            markers: Vec::new(),
+            reference: None,
+        };
+        (
+            view! {
+                <p data-testid="token-alignment">{text}</p>
+                <p class="note">{a.note.clone()}</p>
+            },
+            view! { <ChartCanvas spec=spec testid="token-alignment-histogram" file_stem=format!("{stem}-token-alignment") /> },
+        )
+    });
+    let (alignment_text, alignment_chart) = alignment.map_or((None, None), |(t, c)| (Some(t), Some(c)));
+    view! {
+        {alignment_text}
+        <div class="charts two">{pairwise}{alignment_chart}</div>
     }
 }

@@ -81,7 +81,11 @@ impl Session {
         let id = self.next_id.get_value();
         let mut added = false;
         self.entries.update(|entries| {
-            if entries.iter().any(|e| same_result(&e.report, report)) {
+            if let Some(e) = entries.iter_mut().find(|e| same_result(&e.report, report)) {
+                // A stored row (decoded from its link) regains the geometry a re-run computed.
+                if e.report.geometry.is_none() {
+                    e.report.geometry.clone_from(&report.geometry);
+                }
                 return;
             }
             let overlay = entries.iter().filter(|e| e.overlay).count() < DEFAULT_OVERLAYS;
@@ -95,6 +99,16 @@ impl Session {
             self.next_id.set_value(id + 1);
             self.save();
         }
+    }
+
+    /// Adds the geometry that follows a result (d > 2048: the eigen step runs after "done") to its
+    /// row. The stored fragment stays as it is: links do not carry the spectrum.
+    pub fn set_geometry(&self, report: &Report, geometry: &crate::geometry::Geometry) {
+        self.entries.update(|entries| {
+            if let Some(e) = entries.iter_mut().find(|e| same_result(&e.report, report)) {
+                e.report.geometry = Some(geometry.clone());
+            }
+        });
     }
 
     pub fn remove(&self, id: u64) {

@@ -3,8 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::centred::Centred;
 use crate::geometry::Geometry;
 use crate::kernel::Precision;
+use crate::neighbours::{Neighbours, Query};
 
 use crate::analysis::Progress;
 use crate::job::Opened;
@@ -56,6 +58,13 @@ pub enum Request {
     /// once with [`Response::Cancelled`] (the page replaces a worker that does not, e.g. one stuck
     /// in a network read).
     Cancel { run: u64 },
+    /// The exact nearest neighbours of one row of run `run`'s embedding (the tail explorer), by
+    /// row id or token string; answered with [`Response::Neighbours`]. Goes to the worker that
+    /// produced the result: it keeps the matrix's source and vocabulary.
+    Neighbours { run: u64, query: Query, k: u32 },
+    /// μ, σ, ε of run `run`'s mean-centred rows (a second exact pass, with progress): answered with
+    /// [`Response::CentredProgress`] and [`Response::Centred`]. A new run cancels it.
+    Centred { run: u64 },
 }
 
 /// Worker → page.
@@ -92,6 +101,19 @@ pub enum Response {
         /// The f32 and f64 Gram updates at the requested shape, in 64-row calls.
         kernel_gflops: Option<f64>,
         kernel_f64_gflops: Option<f64>,
+    },
+    Neighbours(Neighbours),
+    /// The neighbours could not be found (unknown token, unusable row, read failure …).
+    NeighboursFailed {
+        message: String,
+    },
+    /// Share of the centred pass done, 0…1.
+    CentredProgress {
+        fraction: f64,
+    },
+    Centred(Centred),
+    CentredFailed {
+        message: String,
     },
 }
 

@@ -14,11 +14,13 @@ use super::blob_source::BlobSource;
 use super::http_source::{HttpSource, Traffic};
 use super::protocol::{Envelope, Request, Response, SourceSpec};
 use crate::analysis::AnalysisConfig;
+use crate::centred::CentredPass;
 use crate::demo;
 use crate::format::set::MAX_JSON_BYTES;
 use crate::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::job::{Job, JobOptions};
 use crate::kernel::{self, Precision};
+use crate::neighbours::{nearest, Matrix};
 use crate::remote::{self, HfRepo, RemoteError, HF_INDEX_FILE, HF_SINGLE_FILE};
 use crate::source::{ByteSource, ReadError, SliceSource};
 
@@ -34,6 +36,41 @@ thread_local! {
     static STOP_EARLY: Cell<bool> = const { Cell::new(false) };
     /// The last generated demo, so switching tensors does not regenerate it.
     static DEMO_CACHE: RefCell<Option<(String, Arc<Vec<u8>>)>> = const { RefCell::new(None) };
+    /// The embedding of the last finished run, for the requests that follow its result
+    /// (neighbours, the centred pass).
+    static LAST_MATRIX: RefCell<Option<(u64, Matrix)>> = const { RefCell::new(None) };
+}
+
+/// The matrix of run `run`, if it is the last finished one.
+fn matrix_of(run: u64) -> Result<Matrix, String> {
+    LAST_MATRIX
+        .with(|m| m.borrow().as_ref().filter(|(r, _)| *r == run).map(|(_, m)| m.clone()))
+        .ok_or_else(|| "this result's file is no longer open in the worker: analyse it again".to_string())
+}
+
+/// The centred pass over run `run`'s matrix, a chunk at a time between yields.
+async fn run_centred(run: u64) -> Result<(), String> {
+    let matrix = matrix_of(run)?;
+    let mut pass = CentredPass::new(&matrix).map_err(|e| e.to_string())?;
+    let (mut last_post, mut last_task) = (now_ms(), now_ms());
+    while !pass.step().map_err(|e| e.to_string())? {
+        let now = now_ms();
+        if now - last_post > PROGRESS_MS {
+            post(run, Response::CentredProgress { fraction: pass.fraction() });
+            last_post = now;
+        }
+        if now - last_task > TASK_YIELD_MS {
+            yield_task().await;
+            last_task = now_ms();
+        } else {
+            yield_microtask().await;
+        }
+        if GENERATION.with(|g| g.get()) != run {
+            return Ok(());
+        }
+    }
+    post(run, Response::Centred(pass.result().map_err(|e| e.to_string())?));
+    Ok(())
 }
 
 fn scope() -> DedicatedWorkerGlobalScope {
@@ -83,6 +120,23 @@ pub fn start() {
                     let settings = (seed, stop_after_rows, precision);
                     if let Err(message) = analyze(generation, source, files, tensor, settings).await {
                         post(generation, Response::Failed { message });
+                    }
+                });
+            }
+            Some(Request::Neighbours { run, query, k }) => {
+                let found = matrix_of(run).and_then(|m| {
+                    let row = m.resolve(&query).map_err(|e| e.to_string())?;
+                    nearest(&m, row, k).map_err(|e| e.to_string())
+                });
+                match found {
+                    Ok(n) => post(run, Response::Neighbours(n)),
+                    Err(message) => post(run, Response::NeighboursFailed { message }),
+                }
+            }
+            Some(Request::Centred { run }) => {
+                wasm_bindgen_futures::spawn_local(async move {
+                    if let Err(message) = run_centred(run).await {
+                        post(run, Response::CentredFailed { message });
                     }
                 });
             }
@@ -246,6 +300,7 @@ async fn analyze(
         }
     }
     let mut report = job.report(now_ms() - started).map_err(|e| e.to_string())?;
+    LAST_MATRIX.with(|m| *m.borrow_mut() = Some((generation, job.matrix().clone())));
     report.peak_wasm_bytes = wasm_memory_bytes();
     report.source_url = opened.url.as_ref().map(|(u, _)| u.clone());
     report.bytes_fetched = bytes_fetched();
