@@ -17,6 +17,7 @@ pub mod job;
 pub mod kernel;
 pub mod locate;
 pub mod paper;
+pub mod pass;
 pub mod permalink;
 pub mod plan;
 pub mod remote;

@@ -23,6 +23,7 @@
 //! - `timing_ms` is kept as f32 (about 7 significant digits);
 //! - a text field longer than [`MAX_TEXT_CHARS`] characters is cut and ends in "…";
 //! - a `source_url` longer than [`MAX_URL_CHARS`] is dropped (a cut address could not be re-run);
+//! - `workers` (issue 8) is not carried: it is 1 after decoding;
 //! - `geometry` (issue 10) is not carried: it is None after decoding (its d eigenvalues alone
 //!   would break the 2 KB budget at d ≥ 256);
 //! - histogram edges are rebuilt equal-width from lo, hi and the bin count, as [`Histogram::new`]
@@ -448,6 +449,8 @@ impl Compact {
             histogram_zoom,
             timing_ms: self.timing_ms as f64,
             kernel: self.kernel,
+            // Not carried (an implementation detail of the run, not of the result).
+            workers: 1,
             accumulator_bytes: self.accumulator_bytes,
             peak_wasm_bytes: self.peak_wasm_bytes,
             unembedding,

@@ -90,6 +90,10 @@ pub struct Report {
     pub histogram_zoom: HistogramReport,
     /// Wall time of the analysis, measured by the caller.
     pub timing_ms: f64,
+    /// How many workers (browser) or threads (CLI) shared the pass (`pass`); 1 in reports made
+    /// before there were several, and in permalinks.
+    #[serde(default = "one_worker")]
+    pub workers: u32,
     /// Which kernel ran ("wasm-simd128" or "portable").
     pub kernel: String,
     /// Bytes of the Gram accumulator.
@@ -337,4 +341,8 @@ mod tests {
         assert_eq!(significant(0.064501, 4), "0.06450");
         assert_eq!(significant(-0.00123456, 3), "-0.00123");
     }
+}
+
+fn one_worker() -> u32 {
+    1
 }

@@ -119,8 +119,9 @@ impl Moments {
     }
 }
 
-/// Running s = Σuᵢ, G = Σuᵢuᵢᵀ and the diagonal terms over the unit rows seen so far.
-#[derive(Clone, Debug, PartialEq)]
+/// Running s = Σuᵢ, G = Σuᵢuᵢᵀ and the diagonal terms over the unit rows seen so far. Serialisable:
+/// workers post their partials to the lead (`pass`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GramMoments {
     pub counts: RowCounts,
     dim: usize,
@@ -129,7 +130,8 @@ pub struct GramMoments {
     sum_norm2: f64,
     sum_norm4: f64,
     gram: PackedGram,
-    /// The chunk packed for the kernel (reused).
+    /// The chunk packed for the kernel (reused; not part of the sums).
+    #[serde(skip)]
     wide: Vec<f64>,
 }
 
