@@ -1,6 +1,7 @@
 //! URL parameters (`shared/design.md`, testing contract): `?exact=1`, `?seed=N`, `?demo=NAME`,
 //! `?embed=1`, `?rows=N` (stop after N rows with an estimate), and `?url=URL` / `?hf=org/name[@rev]`
-//! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads.
+//! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads; `?workers=N` (pool
+//! size) and the test hook `?crash_after_rows=N`.
 
 use web_sys::UrlSearchParams;
 
@@ -23,6 +24,11 @@ pub struct Params {
     pub hf: Option<String>,
     /// Where `hf` ids resolve (default huggingface.co), like huggingface_hub's `HF_ENDPOINT`.
     pub hf_endpoint: Option<String>,
+    /// `?workers=N`: the size of the worker pool (default: the logical cores, at most 16).
+    pub workers: Option<u32>,
+    /// `?crash_after_rows=N`, a test hook: a worker of the first analysis panics after N rows, to
+    /// show the page recovers (`worker::pool`). Harmless: it only ends that run with a message.
+    pub crash_after_rows: Option<u64>,
 }
 
 impl Params {
@@ -41,6 +47,8 @@ impl Params {
             url: get("url").filter(|u| !u.trim().is_empty()),
             hf: get("hf").filter(|h| !h.trim().is_empty()),
             hf_endpoint: get("hf_endpoint").filter(|e| !e.trim().is_empty()),
+            workers: get("workers").and_then(|s| s.trim().parse().ok()).filter(|&n| n >= 1),
+            crash_after_rows: get("crash_after_rows").and_then(|s| s.trim().parse().ok()),
         }
     }
 

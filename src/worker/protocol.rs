@@ -7,6 +7,7 @@ use crate::geometry::Geometry;
 
 use crate::analysis::Progress;
 use crate::job::Opened;
+use crate::pass::Share;
 use crate::report::Report;
 
 /// What to read.
@@ -37,8 +38,29 @@ pub enum Request {
         seed: u64,
         /// Stop after this many rows with an estimate (None: exact).
         stop_after_rows: Option<u64>,
+        /// Workers the page can give this run (`pass`): the lead answers with
+        /// [`Response::Split`] when it splits the pass. 1 (the default) keeps it whole.
+        #[serde(default = "one")]
+        workers: u32,
+        /// Test hook (`?crash_after_rows=N`): panic once this many rows were seen.
+        #[serde(default)]
+        crash_after_rows: Option<u64>,
     },
-    /// Finish the current step and report the estimate so far.
+    /// A helper worker's part of a split pass: open the same source, take `tensor` (the lead's
+    /// choice), run `share` of its pass and post [`Response::Partial`].
+    Share {
+        run: u64,
+        source: SourceSpec,
+        tensor: String,
+        seed: u64,
+        stop_after_rows: Option<u64>,
+        share: Share,
+        #[serde(default)]
+        crash_after_rows: Option<u64>,
+    },
+    /// To the lead: a helper's partial of run `run`, as the `bytes` next to this message.
+    Absorb { run: u64 },
+    /// Finish the current step and report the estimate so far (a helper posts its partial so far).
     StopEarly,
     /// Stop run `run` at its next step and post nothing more about it; the worker acknowledges at
     /// once with [`Response::Cancelled`] (the page replaces a worker that does not, e.g. one stuck
@@ -66,6 +88,14 @@ pub enum Response {
     Failed {
         message: String,
     },
+    /// The lead split the pass over `of` workers: the page sends shares 1..of of `tensor` to the
+    /// others.
+    Split { tensor: String, of: u32 },
+    /// A helper's share is done (or stopped early): its `PassPartial` is the `bytes` next to this
+    /// message, for the lead.
+    Partial,
+    /// A Rust panic in the worker: its wasm instance is unusable, so the page replaces the pool.
+    Crashed { message: String },
     /// A Cancel was received (the envelope carries the cancelled run).
     Cancelled,
 }
@@ -75,4 +105,8 @@ pub enum Response {
 pub struct Envelope {
     pub run: u64,
     pub response: Response,
+}
+
+fn one() -> u32 {
+    1
 }
