@@ -197,7 +197,11 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
     match response {
         Response::Geometry(_) | Response::GeometryFailed { .. } => {}
         // The pool handles these; the page never sees them.
-        Response::Ready | Response::Cancelled | Response::Split { .. } | Response::Partial | Response::Crashed { .. } => {}
+        Response::Ready
+        | Response::Cancelled
+        | Response::Split { .. }
+        | Response::Partial
+        | Response::Crashed { .. } => {}
         Response::Opened(opened) => {
             // Re-running another tensor of the same files keeps the picker as it is (and the
             // keyboard focus on its button).

@@ -128,7 +128,10 @@ impl WorkerClient {
             let handler = inner.borrow().handler.clone();
             // The pool fails the run and replaces its workers, so the next file works.
             handler(
-                Envelope { run: 0, response: Response::Crashed { message: format!("the analysis worker failed: {detail}") } },
+                Envelope {
+                    run: 0,
+                    response: Response::Crashed { message: format!("the analysis worker failed: {detail}") },
+                },
                 None,
             );
         });

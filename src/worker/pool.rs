@@ -116,15 +116,8 @@ impl Pool {
         });
         // The test crash goes to the last worker of the run: a helper when the pass is split.
         let lead_crash = if workers == 1 { crash_after_rows } else { None };
-        let request = Request::Analyze {
-            run,
-            source,
-            tensor,
-            seed,
-            stop_after_rows,
-            workers,
-            crash_after_rows: lead_crash,
-        };
+        let request =
+            Request::Analyze { run, source, tensor, seed, stop_after_rows, workers, crash_after_rows: lead_crash };
         self.client(0).send(request, files);
     }
 

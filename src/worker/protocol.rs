@@ -90,12 +90,17 @@ pub enum Response {
     },
     /// The lead split the pass over `of` workers: the page sends shares 1..of of `tensor` to the
     /// others.
-    Split { tensor: String, of: u32 },
+    Split {
+        tensor: String,
+        of: u32,
+    },
     /// A helper's share is done (or stopped early): its `PassPartial` is the `bytes` next to this
     /// message, for the lead.
     Partial,
     /// A Rust panic in the worker: its wasm instance is unusable, so the page replaces the pool.
-    Crashed { message: String },
+    Crashed {
+        message: String,
+    },
     /// A Cancel was received (the envelope carries the cancelled run).
     Cancelled,
 }

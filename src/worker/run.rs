@@ -113,7 +113,15 @@ pub fn start() {
                     }
                 });
             }
-            Some(Request::Share { run: generation, source, tensor, seed, stop_after_rows, share, crash_after_rows }) => {
+            Some(Request::Share {
+                run: generation,
+                source,
+                tensor,
+                seed,
+                stop_after_rows,
+                share,
+                crash_after_rows,
+            }) => {
                 let files = attached_files(&data);
                 GENERATION.with(|g| g.set(generation));
                 STOP_EARLY.with(|s| s.set(false));
