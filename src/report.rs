@@ -303,6 +303,11 @@ pub fn histogram_csv(r: &Report) -> String {
     out
 }
 
+/// `Report::workers` of reports made before there were several.
+fn one_worker() -> u32 {
+    1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,8 +346,4 @@ mod tests {
         assert_eq!(significant(0.064501, 4), "0.06450");
         assert_eq!(significant(-0.00123456, 3), "-0.00123");
     }
-}
-
-fn one_worker() -> u32 {
-    1
 }
