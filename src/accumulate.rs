@@ -12,6 +12,8 @@
 //! row sets (workers), and both give the spectrum of G/V for [`crate::geometry`]: on the row route
 //! from the V×V matrix UUᵀ/V, whose non-zero eigenvalues are those of UᵀU/V = G/V.
 
+use serde::{Deserialize, Serialize};
+
 use crate::geometry::{self, Geometry, GeometryError, GeometryTiming};
 use crate::kernel::{self, Precision};
 use crate::stats::{GramMoments, Moments, RowCounts, RowFate};
@@ -65,7 +67,8 @@ pub fn rows_within(budget: u64, dim: usize) -> u64 {
 }
 
 /// The V unit rows kept so far, and Σ cos, Σ cos² over their pairs i < j.
-#[derive(Clone, Debug, PartialEq)]
+/// Serialisable: a worker posts its partial to the lead (`pass`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RowPairs {
     pub counts: RowCounts,
     dim: usize,
@@ -205,7 +208,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// The exact pass's partial sums on either route.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum PairAccumulator {
     Gram(GramMoments),
     Rows(RowPairs),
@@ -256,6 +259,14 @@ impl PairAccumulator {
         match self {
             PairAccumulator::Gram(g) => g.kernel_gflops(),
             PairAccumulator::Rows(_) => None,
+        }
+    }
+
+    /// The matrix width the accumulator was made for.
+    pub fn dim(&self) -> usize {
+        match self {
+            PairAccumulator::Gram(g) => g.dim(),
+            PairAccumulator::Rows(r) => r.dim,
         }
     }
 

@@ -15,10 +15,11 @@ use crate::format::decode::decode_rows;
 use crate::format::{DType, TensorInfo};
 use crate::geometry::{geometry_expected, Geometry, GeometryError, GeometryTiming};
 use crate::kernel::{self, Precision, MAX_CHUNK_ROWS};
+use crate::pass::{PassError, PassPartial, Share};
 use crate::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
 use crate::report::{HistogramReport, Report, CAPACITY_CAVEAT, SCHEMA_VERSION};
 use crate::source::ByteSource;
-use crate::stats::{normalise_row, within_block_sums, Moments, PairSample, RowCounts, RowFate};
+use crate::stats::{normalise_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts, RowFate};
 
 /// Largest d_model accepted: the f64 Gram triangle is d²/2·8 bytes (537 MB at 16384).
 pub const MAX_DIM: u64 = 16384;
@@ -137,7 +138,12 @@ pub struct Analysis {
     /// Σ cos, Σ cos², pair count over pairs within the visited blocks (the running estimate's
     /// within-block stratum).
     within: (f64, f64, u64),
+    /// Position in the plan's order of the next block this worker visits (steps by `share.of`).
     next_block: usize,
+    /// The blocks this worker visits (`pass`): all of them unless the pass is split over workers.
+    share: Share,
+    /// Blocks whose rows are in `gram`: this worker's and those of the partials absorbed.
+    blocks_seen: u64,
     /// Reused buffers: raw bytes, decoded rows, sample dot products, f64 unit rows of the pass.
     raw: Vec<u8>,
     decoded: Vec<f32>,
@@ -206,6 +212,8 @@ impl Analysis {
             },
             within: (0.0, 0.0, 0),
             next_block: 0,
+            share: Share::WHOLE,
+            blocks_seen: 0,
             raw: Vec::new(),
             decoded: Vec::new(),
             units: Vec::new(),
@@ -218,6 +226,52 @@ impl Analysis {
 
     pub fn phase(&self) -> Phase {
         self.phase
+    }
+
+    /// Runs only `share` of the pass (`pass`); the lead worker keeps the histogram's sample. Call
+    /// before the first step.
+    pub fn set_share(&mut self, share: Share) {
+        self.share = share;
+        self.next_block = share.index as usize;
+    }
+
+    /// Runs `share` of the pass for a helper worker, whose [`Analysis::into_partial`] the lead
+    /// absorbs. Call before the first step. The helper still reads the histogram's sample (the same
+    /// rows as the lead's, by the seed): the f32 kernel's choice and its centre come from that
+    /// sample (`choose_precision`), and partials with the same precision and centre add exactly.
+    /// It costs each helper the sample's time once, while the lead spends the same time on it.
+    pub fn set_share_only(&mut self, share: Share) {
+        self.set_share(share);
+    }
+
+    /// The share of the pass this analysis runs.
+    pub fn share(&self) -> Share {
+        self.share
+    }
+
+    /// What this analysis has accumulated, to be absorbed by the lead's.
+    pub fn into_partial(self) -> PassPartial {
+        PassPartial { gram: self.gram, within: self.within, blocks_seen: self.blocks_seen }
+    }
+
+    /// Takes in another worker's share of the same pass: the running estimate and the report then
+    /// cover the union of the blocks.
+    pub fn absorb(&mut self, partial: &PassPartial) -> Result<(), Error> {
+        let mut mine = PassPartial {
+            gram: std::mem::replace(&mut self.gram, PairAccumulator::Gram(GramMoments::new(0))),
+            within: self.within,
+            blocks_seen: self.blocks_seen,
+        };
+        let merged = mine.merge(partial);
+        self.gram = mine.gram;
+        self.within = mine.within;
+        self.blocks_seen = mine.blocks_seen;
+        merged?;
+        let total = self.plan.blocks.len() as u64;
+        if self.blocks_seen > total {
+            return Err(PassError::TooManyBlocks { seen: self.blocks_seen, total }.into());
+        }
+        Ok(())
     }
 
     /// Does one bounded piece of work (≤ 64 rows read, or one block of sample pairs).
@@ -371,17 +425,26 @@ impl Analysis {
 
     fn step_pass(&mut self) -> Result<(), Error> {
         let target = self.pass_target();
+        if self.next_block >= target {
+            // A share with no blocks left (or none at all: more shares than blocks).
+            self.phase = Phase::Done;
+            return Ok(());
+        }
         // Blocks hold at most MAX_CHUNK_ROWS rows (see `new`), so each fits one kernel call.
         let blocks_per_step = (MAX_CHUNK_ROWS as u64 / self.plan.block_rows).max(1) as usize;
-        let end = (self.next_block + blocks_per_step).min(target);
+        let stride = self.share.of.max(1) as usize;
+        let end = (self.next_block + blocks_per_step * stride).min(target);
         let d = self.dim_padded;
         let mut kept = 0usize;
         // No more rows than the matrix has (two rows of d = 16384 need 256 KiB here, not 8 MiB).
         self.wide.resize(MAX_CHUNK_ROWS.min(self.rows as usize) * d, 0.0);
-        // Within-block pairs feed the running estimate only; the final step skips them.
-        let estimating = end < self.plan.blocks.len();
-        for bi in self.next_block..end {
-            let (first, stop) = self.plan.block_range(self.plan.blocks[bi]);
+        // Within-block pairs feed the running estimate only; the final step of a whole pass skips
+        // them. A share cannot tell whether the others will finish, so it always keeps them.
+        let estimating = stride > 1 || end < self.plan.blocks.len();
+        for bi in (self.next_block..end).step_by(stride) {
+            let Some(&block) = self.plan.blocks.get(bi) else { break };
+            self.blocks_seen += 1;
+            let (first, stop) = self.plan.block_range(block);
             let count = (stop - first) as usize;
             self.read_rows(first, count)?;
             if kept + count > MAX_CHUNK_ROWS {
@@ -414,7 +477,8 @@ impl Analysis {
         if kept > 0 {
             self.gram.add_unit_rows(&self.wide[..kept * d]);
         }
-        self.next_block = end;
+        // The next position ≡ share.index (mod of) at or after `end`.
+        self.next_block = end + (stride - (end - self.share.index as usize) % stride) % stride;
         if self.next_block >= target {
             self.phase = Phase::Done;
         }
@@ -423,7 +487,7 @@ impl Analysis {
 
     /// Whether every row has been visited.
     pub fn is_exact(&self) -> bool {
-        self.next_block >= self.plan.blocks.len()
+        self.blocks_seen >= self.plan.blocks.len() as u64
     }
 
     /// Moments of all pairs: exact once every block was visited; before that a stratified estimate
@@ -443,7 +507,7 @@ impl Analysis {
         if bp <= 0.0 || wp == 0 {
             return Some(all);
         }
-        let blocks_seen = self.next_block as f64;
+        let blocks_seen = self.blocks_seen as f64;
         let blocks_total = self.plan.blocks.len() as f64;
         let population = self.rows as f64 * n / counts.seen.max(1) as f64;
         let within_pop = wp as f64 / blocks_seen * blocks_total;
@@ -467,7 +531,7 @@ impl Analysis {
                 estimate::epsilon_standard_error(
                     s,
                     &m,
-                    self.next_block as u64,
+                    self.blocks_seen,
                     self.plan.blocks.len() as u64,
                     m.rows,
                     population,
@@ -481,7 +545,8 @@ impl Analysis {
         // Weight phases by their cost in pass rows: a pass row costs d²/2 multiply-adds, the n²/2
         // sample pairs n²·d/2, i.e. as much as n²/d pass rows.
         let n = self.plan.sample_rows() as f64;
-        let pass_rows = self.pass_target() as f64 * self.plan.block_rows as f64;
+        // A share's own pass: its blocks among the target ones (all of them for a whole pass).
+        let pass_rows = self.share.count_below(self.pass_target()) as f64 * self.plan.block_rows as f64;
         let sample_cost = n * n / self.dim as f64 + 1.0;
         let total = sample_cost + pass_rows;
         let done = match self.phase {
@@ -492,7 +557,8 @@ impl Analysis {
                 sample_cost * (0.2 + 0.8 * self.pair_block as f64 / blocks)
             }
             Phase::Pass | Phase::Done => {
-                sample_cost + (self.next_block as f64 * self.plan.block_rows as f64).min(pass_rows)
+                let own = self.share.count_below(self.next_block.min(self.pass_target()));
+                sample_cost + (own as f64 * self.plan.block_rows as f64).min(pass_rows)
             }
         };
         let running = if self.gram.counts().kept >= 2 { self.running() } else { None };
@@ -553,6 +619,7 @@ impl Analysis {
             histogram: HistogramReport::new(&sample.full, sample.pairs, hist_rows),
             histogram_zoom: HistogramReport::new(&sample.zoom, sample.pairs, hist_rows),
             timing_ms,
+            workers: self.share.of.max(1),
             kernel: format!("{} {}", kernel::kernel_name(self.precision()), self.precision().name()),
             precision: self.precision().name().to_string(),
             precision_reason: self.precision_reason.clone(),
@@ -582,7 +649,7 @@ impl Analysis {
         self.gram.geometry(self.dim, timing).map(Some)
     }
 
-    /// Bytes of the pass's accumulator (`Report::accumulator_bytes`).
+    /// Bytes of the pass's accumulator (`Report::accumulator_bytes`), what each worker of a pool holds.
     pub fn accumulator_bytes(&self) -> u64 {
         self.gram.bytes() as u64
     }

@@ -14,6 +14,9 @@ pub enum Error {
     /// The spectrum of G/V could not be computed.
     #[error(transparent)]
     Geometry(#[from] crate::geometry::GeometryError),
+    /// Another worker's share of the pass could not be merged.
+    #[error(transparent)]
+    Pass(#[from] crate::pass::PassError),
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),

@@ -20,6 +20,7 @@ use crate::kernel::MAX_CHUNK_ROWS;
 use crate::locate::choose_in_set;
 use crate::locate::locate;
 use crate::neighbours::Matrix;
+use crate::pass::{PassPartial, Share};
 use crate::report::{Report, UnembeddingReport};
 use crate::source::ByteSource;
 
@@ -143,6 +144,46 @@ impl Job {
             None => None,
         };
         Ok((Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix }, opened))
+    }
+
+    /// A helper's part of a pass split over workers (`pass`): the tensor `tensor` of `sources`
+    /// (the name the lead's [`Opened::chosen`] gave), `share` of its pass and nothing else. Its
+    /// [`Analysis::into_partial`] goes to the lead's [`Job::absorb`].
+    pub fn open_share(
+        sources: Vec<Rc<dyn ByteSource>>,
+        tensor: &str,
+        config: AnalysisConfig,
+        share: Share,
+    ) -> Result<Analysis, Error> {
+        let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s.as_ref()).collect();
+        let set = read_model_set(&refs)?;
+        let (info, reason) = choose_in_set(&set, Some(tensor))?;
+        let source = sources
+            .get(info.file)
+            .cloned()
+            .ok_or_else(|| Error::TensorNotFound { name: info.name.clone(), file: set.describe() })?;
+        let origin = Origin { file: String::new(), format: set.format.clone(), tensor_reason: reason };
+        let mut analysis = Analysis::new(Box::new(source), info, origin, config)?;
+        analysis.set_share_only(share);
+        Ok(analysis)
+    }
+
+    /// Splits the embedding's pass over `of` workers: this job (the lead) keeps share 0 and the
+    /// histogram's sample; the others run [`Job::open_share`]. Call before the first step.
+    pub fn split(&mut self, of: u32) {
+        if let Some(share) = Share::new(0, of) {
+            self.embedding.set_share(share);
+        }
+    }
+
+    /// Bytes of the embedding's accumulator, which every worker of a split pass holds once.
+    pub fn accumulator_bytes(&self) -> u64 {
+        self.embedding.accumulator_bytes()
+    }
+
+    /// Takes in another worker's share of the embedding's pass.
+    pub fn absorb(&mut self, partial: &PassPartial) -> Result<(), Error> {
+        self.embedding.absorb(partial)
     }
 
     /// One bounded piece of work; true when the job is finished.

@@ -25,6 +25,7 @@ pub mod kernel;
 pub mod locate;
 pub mod neighbours;
 pub mod paper;
+pub mod pass;
 pub mod permalink;
 pub mod plan;
 pub mod remote;

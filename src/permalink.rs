@@ -25,6 +25,7 @@
 //! - a `source_url` longer than [`MAX_URL_CHARS`] is dropped (a cut address could not be re-run);
 //! - `precision` is read back from the kernel's last word ("simd128 f32" → "f32"; empty for
 //!   older kernels' names); `precision_reason` and `gram_gflops` are not carried (empty / None);
+//! - `workers` (issue 8) is not carried: it is 1 after decoding;
 //! - `geometry` (issue 10) is not carried: it is None after decoding (its d eigenvalues alone
 //!   would break the 2 KB budget at d ≥ 256);
 //! - histogram edges are rebuilt equal-width from lo, hi and the bin count, as [`Histogram::new`]
@@ -453,6 +454,8 @@ impl Compact {
             precision_reason: String::new(),
             gram_gflops: None,
             kernel: self.kernel,
+            // Not carried (an implementation detail of the run, not of the result).
+            workers: 1,
             accumulator_bytes: self.accumulator_bytes,
             peak_wasm_bytes: self.peak_wasm_bytes,
             unembedding,

@@ -92,6 +92,10 @@ pub struct Report {
     pub histogram_zoom: HistogramReport,
     /// Wall time of the analysis, measured by the caller.
     pub timing_ms: f64,
+    /// How many workers (browser) or threads (CLI) shared the pass (`pass`); 1 in reports made
+    /// before there were several, and in permalinks.
+    #[serde(default = "one_worker")]
+    pub workers: u32,
     /// Which Gram kernel ran and in what precision: "relaxed-simd f32", "simd128 f32", "simd128 f64",
     /// "portable f32", "portable f64" (older reports: "wasm-simd128" or "portable").
     pub kernel: String,
@@ -328,6 +332,11 @@ pub fn histogram_csv(r: &Report) -> String {
         }
     }
     out
+}
+
+/// `Report::workers` of reports made before there were several.
+fn one_worker() -> u32 {
+    1
 }
 
 #[cfg(test)]

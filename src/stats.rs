@@ -131,7 +131,8 @@ impl Moments {
 /// shared direction made the uncentred f32 error reach 1.7e-6·σ at μ = 0.8, d = 67). G is recovered
 /// exactly in f64: Σ(c + w̃ᵢ)(c + w̃ᵢ)ᵀ = W + c·s_wᵀ + s_w·cᵀ + n·ccᵀ with s_w = Σw̃ᵢ, and Σ‖uᵢ‖⁴ is
 /// taken of c + w̃ᵢ so that it removes that G's own diagonal.
-#[derive(Clone, Debug, PartialEq)]
+/// Serialisable: workers post their partials to the lead (`pass`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GramMoments {
     pub counts: RowCounts,
     dim: usize,
@@ -142,7 +143,9 @@ pub struct GramMoments {
     sum_norm4: f64,
     gram: PackedGram,
     /// The chunk packed for the kernel (reused; one of the two, by precision).
+    #[serde(skip)]
     wide: Vec<f64>,
+    #[serde(skip)]
     narrow: Vec<f32>,
     /// The f32 pass's centre c (empty: none), Σw̃ᵢ of the rounded centred rows and their count; `gram`
     /// then holds W = Σw̃ᵢw̃ᵢᵀ, not G.

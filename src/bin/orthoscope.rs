@@ -15,6 +15,7 @@ mod cli {
     use std::path::PathBuf;
     use std::process::ExitCode;
     use std::rc::Rc;
+    use std::sync::Mutex;
     use std::time::Instant;
 
     use clap::{Parser, Subcommand, ValueEnum};
@@ -28,6 +29,7 @@ mod cli {
     use orthoscope::locate::choose_in_set;
     use orthoscope::locate::locate;
     use orthoscope::neighbours::{nearest, Query};
+    use orthoscope::pass::{shares_for, Share};
     use orthoscope::report::Report;
     use orthoscope::source::{ByteSource, FileSource};
     #[cfg(feature = "fixtures")]
@@ -62,6 +64,10 @@ mod cli {
             /// Also compute μ, σ, ε of the mean-centred rows (a second pass; not the paper's ε).
             #[arg(long)]
             centred: bool,
+            /// Threads sharing the pass (default: every core). Fewer run when their accumulators
+            /// would not fit the memory budget (600 MB at d = 8192 allows 2).
+            #[arg(long)]
+            threads: Option<usize>,
         },
         /// The exact nearest neighbours (by cosine, over all rows) of one row of the embedding, named
         /// by its row id or its token string (from a GGUF vocabulary or a tokenizer.json given too).
@@ -199,8 +205,8 @@ mod cli {
 
     fn run(command: Command) -> Result<(), String> {
         match command {
-            Command::Analyze { files, tensor, seed, rows, json, centred } => {
-                let report = analyze(&files, tensor.as_deref(), seed, rows, centred)?;
+            Command::Analyze { files, tensor, seed, rows, json, centred, threads } => {
+                let report = analyze(&files, tensor.as_deref(), seed, rows, centred, threads)?;
                 let text = if json {
                     serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n"
                 } else {
@@ -398,13 +404,49 @@ mod cli {
         seed: u64,
         rows: Option<u64>,
         centred: bool,
+        threads: Option<usize>,
     ) -> Result<Report, String> {
         let started = Instant::now();
-        let sources: Vec<Rc<dyn ByteSource>> =
-            open_all(files)?.into_iter().map(|s| Rc::new(s) as Rc<dyn ByteSource>).collect();
+        let open = || -> Result<Vec<Rc<dyn ByteSource>>, String> {
+            Ok(open_all(files)?.into_iter().map(|s| Rc::new(s) as Rc<dyn ByteSource>).collect())
+        };
         let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
-        let (job, _) = Job::open(sources, tensor, config).map_err(|e| e.to_string())?;
-        let job = job.run().map_err(|e| e.to_string())?;
+        let (mut job, opened) = Job::open(open()?, tensor, config.clone()).map_err(|e| e.to_string())?;
+        let requested = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let of = shares_for(u32::try_from(requested).unwrap_or(u32::MAX), job.accumulator_bytes());
+        job.split(of);
+        // The lead job (share 0, the histogram's sample, the unembedding) runs on this thread; each
+        // other share on a pool thread that opens the files itself (sources are not Send).
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads((of as usize).saturating_sub(1).max(1))
+            .build()
+            .map_err(|e| format!("could not start {of} threads: {e}"))?;
+        let partials = Mutex::new(Vec::new());
+        let mut lead = None;
+        pool.in_place_scope(|scope| {
+            for index in 1..of {
+                let (partials, chosen, config) = (&partials, &opened.chosen, config.clone());
+                scope.spawn(move |_| {
+                    let partial = open().and_then(|sources| {
+                        let share = Share::new(index, of).ok_or("internal: share out of range")?;
+                        let analysis = Job::open_share(sources, chosen, config, share).map_err(|e| e.to_string())?;
+                        Ok(analysis.run(&mut |_| {}).map_err(|e| e.to_string())?.into_partial())
+                    });
+                    if let Ok(mut all) = partials.lock() {
+                        all.push(partial);
+                    }
+                });
+            }
+            lead = Some(job.run());
+        });
+        let mut job = lead.ok_or("internal: the lead share did not run")?.map_err(|e| e.to_string())?;
+        let partials = partials.into_inner().map_err(|_| "a worker thread panicked".to_string())?;
+        if partials.len() + 1 != of as usize {
+            return Err("a worker thread panicked".to_string());
+        }
+        for partial in partials {
+            job.absorb(&partial?).map_err(|e| e.to_string())?;
+        }
         let mut report =
             job.report_with_geometry(started.elapsed().as_secs_f64() * 1000.0).map_err(|e| e.to_string())?;
         if centred {

@@ -93,7 +93,7 @@ pub fn padded_dim(dim: usize) -> usize {
 /// The upper triangle of the d×d Gram matrix G = Σ uᵢuᵢᵀ, in f64, stored by panels of
 /// [`TILE_A`] rows: panel `p` holds rows `4p..4p+4` from column `(4p) rounded down to 8` to the end.
 /// That is about d²/2 values, never the full square.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PackedGram {
     dim_padded: usize,
     offsets: Vec<usize>,

@@ -18,8 +18,8 @@ use crate::job::Opened;
 use crate::neighbours::{Neighbours, Query};
 use crate::permalink;
 use crate::report::{significant, Report};
-use crate::worker::client::WorkerClient;
-use crate::worker::protocol::{Envelope, Request, Response, SourceSpec};
+use crate::worker::pool::{pool_size, Pool};
+use crate::worker::protocol::{Envelope, Response, SourceSpec};
 
 /// Where the page stands; `data-status` on the report element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +123,7 @@ impl Default for State {
 
 struct Controller {
     /// Started on the first analysis: a permalink or an embed of a stored result never loads it.
-    client: Option<WorkerClient>,
+    client: Option<Pool>,
     params: Params,
     /// The source of the current analysis, to re-run it with another tensor.
     current: Option<(SourceSpec, Vec<File>)>,
@@ -242,7 +242,12 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         | Response::Centred(_)
         | Response::CentredFailed { .. } => {}
         // Benchmark answers go to whoever asked (scripts/bench.sh talks to a worker of its own).
-        Response::Ready | Response::Cancelled | Response::Benchmark { .. } => {}
+        // The pool handles these; the page never sees them.
+        Response::Ready
+        | Response::Cancelled
+        | Response::Split { .. }
+        | Response::Partial
+        | Response::Crashed { .. } => {}
         Response::Opened(opened) => {
             // Re-running another tensor of the same files keeps the picker as it is (and the
             // keyboard focus on its button).
@@ -321,16 +326,11 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
         c.run += 1;
         state.run.set(c.run);
         c.current = Some((source.clone(), files.clone()));
-        let request = Request::Analyze {
-            run: c.run,
-            source,
-            tensor,
-            seed: c.params.seed,
-            stop_after_rows: c.params.rows,
-            precision: c.params.precision,
-        };
-        let client = c.client.get_or_insert_with(|| WorkerClient::new(move |envelope| on_response(state, envelope)));
-        client.send(request, files);
+        // The test crash (`?crash_after_rows=`) applies to the first analysis of files only.
+        let crash = if source == SourceSpec::Files { c.params.crash_after_rows.take() } else { None };
+        let size = pool_size(c.params.workers);
+        let pool = c.client.get_or_insert_with(|| Pool::new(size, move |envelope| on_response(state, envelope)));
+        pool.analyze(c.run, source, files, tensor, c.params.seed, c.params.rows, c.params.precision, crash);
     });
 }
 
@@ -387,8 +387,8 @@ pub fn cancel(state: State) {
 /// Ends the pass after the current step and reports the estimate so far.
 pub fn stop_early() {
     CONTROLLER.with(|c| {
-        if let Some(client) = c.borrow().as_ref().and_then(|c| c.client.as_ref()) {
-            client.send(Request::StopEarly, Vec::new());
+        if let Some(pool) = c.borrow().as_ref().and_then(|c| c.client.as_ref()) {
+            pool.stop_early();
         }
     });
 }

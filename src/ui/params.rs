@@ -2,7 +2,8 @@
 //! `?embed=1`, `?rows=N` (stop after N rows with an estimate), and `?url=URL` / `?hf=org/name[@rev]`
 //! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads. `?precision=f64`
 //! forces the f64 Gram kernel; `?kernel=simd128` (read by `worker::client::worker_url`) forces the
-//! plain SIMD worker build.
+//! plain SIMD worker build; `?workers=N` sets the worker pool's size; `?crash_after_rows=N` is a
+//! test hook.
 
 use web_sys::UrlSearchParams;
 
@@ -30,6 +31,11 @@ pub struct Params {
     pub precision: Precision,
     /// Compute the centred statistics after an exact result (`?centred=1`).
     pub centred: bool,
+    /// `?workers=N`: the size of the worker pool (default: the logical cores, at most 16).
+    pub workers: Option<u32>,
+    /// `?crash_after_rows=N`, a test hook: a worker of the first analysis panics after N rows, to
+    /// show the page recovers (`worker::pool`). Harmless: it only ends that run with a message.
+    pub crash_after_rows: Option<u64>,
 }
 
 impl Params {
@@ -54,6 +60,8 @@ impl Params {
                 Precision::F32
             },
             centred: flag("centred"),
+            workers: get("workers").and_then(|s| s.trim().parse().ok()).filter(|&n| n >= 1),
+            crash_after_rows: get("crash_after_rows").and_then(|s| s.trim().parse().ok()),
         }
     }
 

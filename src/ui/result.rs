@@ -196,7 +196,16 @@ fn ResultCard(
             format!("{} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence),
         ),
         ("seed", r.seed.to_string()),
-        ("time", format!("{} ms ({} kernel)", group_digits(r.timing_ms.max(0.0) as u64), r.kernel)),
+        (
+            "time",
+            format!(
+                "{} ms ({} worker{} · SIMD: {})",
+                group_digits(r.timing_ms.max(0.0) as u64),
+                r.workers,
+                if r.workers == 1 { "" } else { "s" },
+                r.kernel
+            ),
+        ),
     ];
     let markers = mu_epsilon_markers(r.mu, r.epsilon, r.epsilon_ci);
     let reference = |h: &crate::report::HistogramReport| {

@@ -69,13 +69,14 @@ pub fn relaxed_simd_supported() -> bool {
 /// How long a Cancel may go unacknowledged before the worker is replaced.
 pub const CANCEL_GRACE_MS: i32 = 2000;
 
-type Handler = Rc<dyn Fn(Envelope)>;
+/// Receives each response, with the bytes posted next to it (a helper's partial, `pool`).
+type Handler = Rc<dyn Fn(Envelope, Option<JsValue>)>;
 
 struct Inner {
     worker: Option<Worker>,
     ready: bool,
-    /// A request waiting for "ready".
-    pending: Option<(Request, Vec<File>)>,
+    /// Requests waiting for "ready", in order (a share, then perhaps its "stop here").
+    pending: Vec<(Request, Vec<File>)>,
     handler: Handler,
     /// The run of a Cancel sent and not yet acknowledged.
     cancelling: Option<u64>,
@@ -93,12 +94,12 @@ pub struct WorkerClient {
 }
 
 impl WorkerClient {
-    pub fn new(handler: impl Fn(Envelope) + 'static) -> Self {
+    pub fn new(handler: impl Fn(Envelope, Option<JsValue>) + 'static) -> Self {
         let client = WorkerClient {
             inner: Rc::new(RefCell::new(Inner {
                 worker: None,
                 ready: false,
-                pending: None,
+                pending: Vec::new(),
                 handler: Rc::new(handler),
                 cancelling: None,
                 sent_while_cancelling: None,
@@ -114,10 +115,13 @@ impl WorkerClient {
             Ok(w) => w,
             Err(e) => {
                 let handler = self.inner.borrow().handler.clone();
-                handler(Envelope {
-                    run: 0,
-                    response: Response::Failed { message: format!("could not start the analysis worker: {e:?}") },
-                });
+                handler(
+                    Envelope {
+                        run: 0,
+                        response: Response::Failed { message: format!("could not start the analysis worker: {e:?}") },
+                    },
+                    None,
+                );
                 return;
             }
         };
@@ -125,13 +129,21 @@ impl WorkerClient {
         let on_message = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
             let Some(inner) = weak.upgrade() else { return };
             let Ok(event) = event.dyn_into::<MessageEvent>() else { return };
-            let Some(json) = event.data().as_string() else { return };
+            // JSON text, or {json, bytes} when bytes come with it (`run::post_bytes`).
+            let data = event.data();
+            let (json, bytes) = match data.as_string() {
+                Some(json) => (json, None),
+                None => {
+                    let json = Reflect::get(&data, &"json".into()).ok().and_then(|j| j.as_string()).unwrap_or_default();
+                    (json, Reflect::get(&data, &"bytes".into()).ok())
+                }
+            };
             let Ok(envelope) = serde_json::from_str::<Envelope>(&json) else { return };
             if envelope.response == Response::Ready {
                 let client = WorkerClient { inner: inner.clone() };
                 client.inner.borrow_mut().ready = true;
-                let pending = client.inner.borrow_mut().pending.take();
-                if let Some((request, files)) = pending {
+                let pending = std::mem::take(&mut client.inner.borrow_mut().pending);
+                for (request, files) in pending {
                     client.send(request, files);
                 }
                 return;
@@ -145,19 +157,21 @@ impl WorkerClient {
                 return;
             }
             let handler = inner.borrow().handler.clone();
-            handler(envelope);
+            handler(envelope, bytes);
         });
         let weak = Rc::downgrade(&self.inner);
         let on_error = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
             let Some(inner) = weak.upgrade() else { return };
             let detail = event.dyn_ref::<ErrorEvent>().map(|e| e.message()).unwrap_or_default();
             let handler = inner.borrow().handler.clone();
-            handler(Envelope {
-                run: 0,
-                response: Response::Failed { message: format!("the analysis worker failed: {detail}") },
-            });
-            // Replace the broken worker so the next file works.
-            WorkerClient { inner }.restart();
+            // The pool fails the run and replaces its workers, so the next file works.
+            handler(
+                Envelope {
+                    run: 0,
+                    response: Response::Crashed { message: format!("the analysis worker failed: {detail}") },
+                },
+                None,
+            );
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
@@ -178,7 +192,7 @@ impl WorkerClient {
             inner.sent_while_cancelling = Some((request.clone(), files.clone()));
         }
         if !inner.ready {
-            inner.pending = Some((request, files));
+            inner.pending.push((request, files));
             return;
         }
         let Some(worker) = inner.worker.as_ref() else { return };
@@ -195,10 +209,43 @@ impl WorkerClient {
         if let Err(e) = worker.post_message(&message) {
             drop(inner);
             let handler = self.inner.borrow().handler.clone();
-            handler(Envelope {
-                run: 0,
-                response: Response::Failed { message: format!("could not reach the analysis worker: {e:?}") },
-            });
+            handler(
+                Envelope {
+                    run: 0,
+                    response: Response::Failed { message: format!("could not reach the analysis worker: {e:?}") },
+                },
+                None,
+            );
+        }
+    }
+
+    /// Sends a request with a `Uint8Array` next to it, its buffer transferred (a helper's partial
+    /// going to the lead: no copy of megabytes). Only to a worker that is ready (the lead is).
+    pub fn send_bytes(&self, request: Request, bytes: JsValue) {
+        let inner = self.inner.borrow();
+        let Some(worker) = inner.worker.as_ref().filter(|_| inner.ready) else { return };
+        let Ok(json) = serde_json::to_string(&request) else { return };
+        let message = Object::new();
+        let _ = Reflect::set(&message, &"json".into(), &JsValue::from_str(&json));
+        let _ = Reflect::set(&message, &"bytes".into(), &bytes);
+        let transfer = js_sys::Array::new();
+        if let Ok(buffer) = Reflect::get(&bytes, &"buffer".into()) {
+            transfer.push(&buffer);
+        }
+        let _ = worker.post_message_with_transfer(&message, &transfer);
+    }
+
+    /// Stops the worker at once, for good (the pool replaces crashed workers by new clients).
+    pub fn terminate(&self) {
+        let mut inner = self.inner.borrow_mut();
+        if let Some(w) = inner.worker.take() {
+            w.terminate();
+        }
+        inner.ready = false;
+        inner.pending.clear();
+        // Possibly called from one of these closures: leaked rather than dropped mid-call.
+        for old in std::mem::take(&mut inner._closures) {
+            old.forget();
         }
     }
 
@@ -208,8 +255,8 @@ impl WorkerClient {
         {
             let mut inner = self.inner.borrow_mut();
             if !inner.ready {
-                // Still starting: nothing runs yet, so dropping the waiting request is the cancel.
-                inner.pending = None;
+                // Still starting: nothing runs yet, so dropping the waiting requests is the cancel.
+                inner.pending.clear();
                 return;
             }
             inner.cancelling = Some(run);
@@ -251,7 +298,7 @@ impl WorkerClient {
             if let Some(w) = inner.worker.take() {
                 w.terminate();
             }
-            inner.pending = None;
+            inner.pending.clear();
             inner.ready = false;
             inner.cancelling = None;
         }

@@ -1,10 +1,11 @@
 //! The browser worker layer: a `Blob` byte source, an HTTP Range byte source, the message protocol,
-//! the worker's loop and the main thread's handle on it. Thin by design: all arithmetic lives in
+//! the worker's loop, the main thread's handle on one worker and its pool of them. Thin by design: all arithmetic lives in
 //! the pure core.
 
 pub mod blob_source;
 pub mod client;
 pub mod http_source;
+pub mod pool;
 pub mod protocol;
 mod run;
 

@@ -10,6 +10,7 @@ use crate::neighbours::{Neighbours, Query};
 
 use crate::analysis::Progress;
 use crate::job::Opened;
+use crate::pass::Share;
 use crate::report::Report;
 
 /// What to read.
@@ -52,7 +53,24 @@ pub enum Request {
         dim: u64,
         rows: u64,
     },
-    /// Finish the current step and report the estimate so far.
+    /// A helper worker's part of a split pass: open the same source, take `tensor` (the lead's
+    /// choice), run `share` of its pass and post [`Response::Partial`].
+    Share {
+        run: u64,
+        source: SourceSpec,
+        tensor: String,
+        seed: u64,
+        stop_after_rows: Option<u64>,
+        share: Share,
+        /// The lead's `?precision=` (the helpers' kernels must agree with the lead's).
+        #[serde(default)]
+        precision: Precision,
+        #[serde(default)]
+        crash_after_rows: Option<u64>,
+    },
+    /// To the lead: a helper's partial of run `run`, as the `bytes` next to this message.
+    Absorb { run: u64 },
+    /// Finish the current step and report the estimate so far (a helper posts its partial so far).
     StopEarly,
     /// Stop run `run` at its next step and post nothing more about it; the worker acknowledges at
     /// once with [`Response::Cancelled`] (the page replaces a worker that does not, e.g. one stuck
@@ -85,6 +103,19 @@ pub enum Response {
         message: String,
     },
     Failed {
+        message: String,
+    },
+    /// The lead split the pass over `of` workers: the page sends shares 1..of of `tensor` to the
+    /// others.
+    Split {
+        tensor: String,
+        of: u32,
+    },
+    /// A helper's share is done (or stopped early): its `PassPartial` is the `bytes` next to this
+    /// message, for the lead.
+    Partial,
+    /// A Rust panic in the worker: its wasm instance is unusable, so the page replaces the pool.
+    Crashed {
         message: String,
     },
     /// A Cancel was received (the envelope carries the cancelled run).
@@ -122,4 +153,8 @@ pub enum Response {
 pub struct Envelope {
     pub run: u64,
     pub response: Response,
+}
+
+fn one() -> u32 {
+    1
 }

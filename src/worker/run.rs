@@ -13,7 +13,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageChannel, MessageEve
 use super::blob_source::BlobSource;
 use super::http_source::{HttpSource, Traffic};
 use super::protocol::{Envelope, Request, Response, SourceSpec};
-use crate::analysis::AnalysisConfig;
+use crate::analysis::{AnalysisConfig, Phase};
 use crate::centred::CentredPass;
 use crate::demo;
 use crate::format::set::MAX_JSON_BYTES;
@@ -21,6 +21,7 @@ use crate::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::job::{Job, JobOptions};
 use crate::kernel::{self, Precision};
 use crate::neighbours::{nearest, Matrix};
+use crate::pass::{shares_for, PassPartial, Share};
 use crate::remote::{self, HfRepo, RemoteError, HF_INDEX_FILE, HF_SINGLE_FILE};
 use crate::source::{ByteSource, ReadError, SliceSource};
 
@@ -39,6 +40,8 @@ thread_local! {
     /// The embedding of the last finished run, for the requests that follow its result
     /// (neighbours, the centred pass).
     static LAST_MATRIX: RefCell<Option<(u64, Matrix)>> = const { RefCell::new(None) };
+    /// Helpers' partials the page forwarded to this (lead) worker, with their run, not yet absorbed.
+    static PARTIALS: RefCell<Vec<(u64, Vec<u8>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The matrix of run `run`, if it is the last finished one.
@@ -73,6 +76,10 @@ async fn run_centred(run: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// How often a lead whose own share is done looks for the helpers' partials (a timer, not a busy
+/// loop: the helpers need the cores).
+const WAIT_PARTIALS_MS: i32 = 10;
+
 fn scope() -> DedicatedWorkerGlobalScope {
     js_sys::global().unchecked_into()
 }
@@ -83,13 +90,32 @@ fn post(run: u64, response: Response) {
     }
 }
 
+/// Posts a response with bytes next to it, transferred rather than copied (a partial's G is d²/2
+/// f64 values: 16.8 MB at d = 2048).
+fn post_bytes(run: u64, response: Response, bytes: Vec<u8>) {
+    let Ok(json) = serde_json::to_string(&Envelope { run, response }) else { return };
+    let array = js_sys::Uint8Array::from(bytes.as_slice());
+    drop(bytes);
+    let message = Object::new();
+    let _ = Reflect::set(&message, &"json".into(), &JsValue::from_str(&json));
+    let _ = Reflect::set(&message, &"bytes".into(), &array);
+    let transfer = js_sys::Array::of1(&array.buffer());
+    let _ = scope().post_message_with_transfer(&message, &transfer);
+}
+
 fn now_ms() -> f64 {
     js_sys::Date::now()
 }
 
 /// Installs the message handler and says "ready".
 pub fn start() {
-    console_error_panic_hook::set_once();
+    // A panic leaves this wasm instance unusable: say so to the page (which replaces the workers)
+    // before the trap, besides the console trace.
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        let run = GENERATION.with(|g| g.get());
+        post(run, Response::Crashed { message: format!("the analysis worker crashed: {info}") });
+    }));
     // Kernel timings (Report.gram_gflops, the benchmark): std's clock does not exist on wasm.
     kernel::bench::set_clock(performance_now);
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|event: MessageEvent| {
@@ -108,17 +134,23 @@ pub fn start() {
                 post(run, Response::Cancelled);
             }
             Some(Request::Benchmark { peak_iterations, dim, rows }) => post(0, benchmark(peak_iterations, dim, rows)),
-            Some(Request::Analyze { run: generation, source, tensor, seed, stop_after_rows, precision }) => {
-                let files: Vec<File> = Reflect::get(&data, &"files".into())
-                    .ok()
-                    .and_then(|f| f.dyn_into::<js_sys::Array>().ok())
-                    .map(|a| a.iter().filter_map(|f| f.dyn_into::<File>().ok()).collect())
-                    .unwrap_or_default();
+            Some(Request::Analyze {
+                run: generation,
+                source,
+                tensor,
+                seed,
+                stop_after_rows,
+                precision,
+                workers,
+                crash_after_rows,
+            }) => {
+                let files = attached_files(&data);
                 GENERATION.with(|g| g.set(generation));
                 STOP_EARLY.with(|s| s.set(false));
+                PARTIALS.with(|p| p.borrow_mut().clear());
+                let request = Run { generation, source, files, seed, stop_after_rows, precision, crash_after_rows };
                 wasm_bindgen_futures::spawn_local(async move {
-                    let settings = (seed, stop_after_rows, precision);
-                    if let Err(message) = analyze(generation, source, files, tensor, settings).await {
+                    if let Err(message) = analyze(request, tensor, workers).await {
                         post(generation, Response::Failed { message });
                     }
                 });
@@ -140,12 +172,125 @@ pub fn start() {
                     }
                 });
             }
+            Some(Request::Share {
+                run: generation,
+                source,
+                tensor,
+                seed,
+                stop_after_rows,
+                share,
+                precision,
+                crash_after_rows,
+            }) => {
+                let files = attached_files(&data);
+                GENERATION.with(|g| g.set(generation));
+                STOP_EARLY.with(|s| s.set(false));
+                let request = Run { generation, source, files, seed, stop_after_rows, precision, crash_after_rows };
+                wasm_bindgen_futures::spawn_local(async move {
+                    if let Err(message) = run_share(request, tensor, share).await {
+                        post(generation, Response::Failed { message });
+                    }
+                });
+            }
+            Some(Request::Absorb { run }) => {
+                let bytes = Reflect::get(&data, &"bytes".into())
+                    .ok()
+                    .and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok())
+                    .map(|b| b.to_vec());
+                if let Some(bytes) = bytes {
+                    PARTIALS.with(|p| p.borrow_mut().push((run, bytes)));
+                }
+            }
             None => post(0, Response::Failed { message: "internal: unreadable request".into() }),
         }
     });
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(0, Response::Ready);
+}
+
+/// The `File`s attached to a request.
+fn attached_files(data: &JsValue) -> Vec<File> {
+    Reflect::get(data, &"files".into())
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Array>().ok())
+        .map(|a| a.iter().filter_map(|f| f.dyn_into::<File>().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// What an analysis or a share of one reads, and how.
+struct Run {
+    generation: u64,
+    source: SourceSpec,
+    files: Vec<File>,
+    seed: u64,
+    stop_after_rows: Option<u64>,
+    precision: Precision,
+    crash_after_rows: Option<u64>,
+}
+
+/// The test hook behind `?crash_after_rows=N`: a real panic, as a bug or an allocation failure
+/// would cause, to show the page recovers.
+fn crash_if_asked(crash_after_rows: Option<u64>, rows_seen: u64) {
+    if let Some(n) = crash_after_rows {
+        if rows_seen >= n {
+            panic!("test crash after {rows_seen} rows (?crash_after_rows={n})");
+        }
+    }
+}
+
+/// Absorbs the helpers' partials of run `generation` received so far; returns how many.
+fn absorb_received(generation: u64, job: &mut Job) -> Result<u32, String> {
+    let received: Vec<(u64, Vec<u8>)> = PARTIALS.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    let mut absorbed = 0;
+    for (run, bytes) in received {
+        if run != generation {
+            continue;
+        }
+        let partial = PassPartial::from_bytes(&bytes).map_err(|e| e.to_string())?;
+        drop(bytes);
+        job.absorb(&partial).map_err(|e| e.to_string())?;
+        absorbed += 1;
+    }
+    Ok(absorbed)
+}
+
+/// A helper worker: its share of the lead's pass, then the partial for the lead.
+async fn run_share(request: Run, tensor: String, share: Share) -> Result<(), String> {
+    let Run { generation, source, files, seed, stop_after_rows, precision, crash_after_rows } = request;
+    let opened = open_sources(&source, files).await?;
+    if GENERATION.with(|g| g.get()) != generation {
+        return Ok(());
+    }
+    let config = AnalysisConfig { seed, stop_after_rows, precision, ..AnalysisConfig::default() };
+    let mut analysis = Job::open_share(opened.sources, &tensor, config, share).map_err(|e| e.to_string())?;
+    let mut last_post = now_ms();
+    let mut last_task = last_post;
+    while analysis.phase() != Phase::Done {
+        analysis.step().map_err(|e| e.to_string())?;
+        if STOP_EARLY.with(|s| s.get()) {
+            break;
+        }
+        let now = now_ms();
+        if now - last_post > PROGRESS_MS {
+            let progress = analysis.progress();
+            crash_if_asked(crash_after_rows, progress.rows_seen);
+            post(generation, Response::Progress(progress));
+            last_post = now;
+        }
+        if now - last_task > TASK_YIELD_MS {
+            yield_task().await;
+            last_task = now_ms();
+        } else {
+            yield_microtask().await;
+        }
+        if GENERATION.with(|g| g.get()) != generation {
+            return Ok(());
+        }
+    }
+    post(generation, Response::Progress(analysis.progress()));
+    post_bytes(generation, Response::Partial, analysis.into_partial().to_bytes());
+    Ok(())
 }
 
 /// The sources of a request, and for a model opened by URL the address read and its traffic.
@@ -242,13 +387,8 @@ async fn open_remote(first: HttpSource, traffic: &Rc<Traffic>) -> Result<Vec<Rc<
     Ok(sources)
 }
 
-async fn analyze(
-    generation: u64,
-    source: SourceSpec,
-    files: Vec<File>,
-    tensor: Option<String>,
-    (seed, stop_after_rows, precision): (u64, Option<u64>, Precision),
-) -> Result<(), String> {
+async fn analyze(request: Run, tensor: Option<String>, workers: u32) -> Result<(), String> {
+    let Run { generation, source, files, seed, stop_after_rows, precision, crash_after_rows } = request;
     let started = now_ms();
     let opened = open_sources(&source, files).await?;
     // A Cancel or a newer run may have come in while the server was probed.
@@ -262,7 +402,15 @@ async fn analyze(
     let options = JobOptions { tensor_bytes_only: opened.url.is_some() };
     let (mut job, found) =
         Job::open_with(opened.sources, tensor.as_deref(), config, options).map_err(|e| e.to_string())?;
+    let chosen = found.chosen.clone();
     post(generation, Response::Opened(found));
+    // The pass is split only as far as the accumulators fit the memory budget (`pass`).
+    let of = shares_for(workers, job.accumulator_bytes());
+    if of > 1 {
+        job.split(of);
+        post(generation, Response::Split { tensor: chosen, of });
+    }
+    let mut absorbed = 0u32;
     if traffic.is_some() {
         // The headers' download, shown before the first rows arrive.
         let mut progress = job.progress();
@@ -282,6 +430,7 @@ async fn analyze(
         let now = now_ms();
         if now - last_post > PROGRESS_MS {
             let mut progress = job.progress();
+            crash_if_asked(crash_after_rows, progress.rows_seen);
             progress.bytes_fetched = bytes_fetched();
             post(generation, Response::Progress(progress));
             last_post = now;
@@ -290,6 +439,8 @@ async fn analyze(
             // A task boundary: lets a Cancel, a StopEarly or a new request in.
             yield_task().await;
             last_task = now_ms();
+            // A helper that finished first: its rows join the running estimate now.
+            absorbed += absorb_received(generation, &mut job)?;
         } else {
             // Each step must be a fresh call from JavaScript: V8 never swaps optimised code into a
             // wasm call already running (`shared/toolchain.md`, "V8 tier-up trap").
@@ -298,6 +449,15 @@ async fn analyze(
         if GENERATION.with(|g| g.get()) != generation {
             return Ok(());
         }
+    }
+    // The helpers post their partials when their shares end (or on "stop here", sent to all).
+    absorbed += absorb_received(generation, &mut job)?;
+    while absorbed + 1 < of {
+        sleep_ms(WAIT_PARTIALS_MS).await;
+        if GENERATION.with(|g| g.get()) != generation {
+            return Ok(());
+        }
+        absorbed += absorb_received(generation, &mut job)?;
     }
     let mut report = job.report(now_ms() - started).map_err(|e| e.to_string())?;
     LAST_MATRIX.with(|m| *m.borrow_mut() = Some((generation, job.matrix().clone())));
@@ -362,6 +522,13 @@ fn wasm_memory_bytes() -> Option<u64> {
     let buffer = Reflect::get(&memory, &"buffer".into()).ok()?;
     let len = Reflect::get(&buffer, &"byteLength".into()).ok()?.as_f64()?;
     Some(len as u64)
+}
+
+async fn sleep_ms(ms: i32) {
+    let promise = Promise::new(&mut |resolve, _reject| {
+        let _ = scope().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 async fn yield_microtask() {

@@ -1,0 +1,269 @@
+//! The page's pool of analysis workers (issue 8): each its own wasm instance opening the same
+//! `File`s (no SharedArrayBuffer). Worker 0, the lead, runs the job as one worker would, but only
+//! its share of the pass (`pass`); when it answers [`Response::Split`], workers 1..N get their
+//! shares, post their partials here, and the pool forwards them to the lead, which absorbs them and
+//! posts the one Report.
+//!
+//! Workers start with the first analysis (never before), and stay for the next ones. Progress on
+//! screen is the rows seen over all workers; the running ε is the lead's, whose share is itself a
+//! random subset of the blocks (and takes in each helper's rows as its partial arrives). A crashed
+//! worker (panic, trap, out of memory) fails the run at once and the whole pool is replaced: the
+//! others would wait for its partial forever.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use wasm_bindgen::JsValue;
+use web_sys::File;
+
+use super::client::WorkerClient;
+use super::protocol::{Envelope, Request, Response, SourceSpec};
+use crate::analysis::Progress;
+use crate::kernel::Precision;
+use crate::pass::{Share, MAX_WORKERS};
+
+/// How many workers a page starts: `?workers=N`, else the number of logical cores, capped.
+pub fn pool_size(requested: Option<u32>) -> u32 {
+    let cores = web_sys::window().map_or(1.0, |w| w.navigator().hardware_concurrency());
+    let cores = if cores.is_finite() && cores >= 1.0 { cores as u32 } else { 1 };
+    requested.unwrap_or(cores).clamp(1, MAX_WORKERS)
+}
+
+/// One analysis as the pool runs it.
+struct Current {
+    run: u64,
+    source: SourceSpec,
+    files: Vec<File>,
+    seed: u64,
+    stop_after_rows: Option<u64>,
+    precision: Precision,
+    crash_after_rows: Option<u64>,
+    /// Workers the pass is split over (1 until the lead says otherwise).
+    of: u32,
+    /// Each worker's latest progress.
+    progress: Vec<Option<Progress>>,
+    /// The run failed (or was cancelled): later messages about it are dropped.
+    over: bool,
+}
+
+struct Inner {
+    /// Index 0 is the lead. Created on demand, replaced all together after a crash.
+    clients: Vec<WorkerClient>,
+    size: u32,
+    handler: Rc<dyn Fn(Envelope)>,
+    current: Option<Current>,
+}
+
+/// A cheap-to-clone handle.
+#[derive(Clone)]
+pub struct Pool {
+    inner: Rc<RefCell<Inner>>,
+}
+
+impl Pool {
+    /// A pool of up to `size` workers; none is started yet.
+    pub fn new(size: u32, handler: impl Fn(Envelope) + 'static) -> Self {
+        Pool {
+            inner: Rc::new(RefCell::new(Inner {
+                clients: Vec::new(),
+                size: size.clamp(1, MAX_WORKERS),
+                handler: Rc::new(handler),
+                current: None,
+            })),
+        }
+    }
+
+    /// Worker `index`, started if it is not yet.
+    fn client(&self, index: usize) -> WorkerClient {
+        while self.inner.borrow().clients.len() <= index {
+            let i = self.inner.borrow().clients.len();
+            let weak = Rc::downgrade(&self.inner);
+            let client = WorkerClient::new(move |envelope, bytes| {
+                if let Some(inner) = weak.upgrade() {
+                    Pool { inner }.on_message(i, envelope, bytes);
+                }
+            });
+            self.inner.borrow_mut().clients.push(client);
+        }
+        self.inner.borrow().clients[index].clone()
+    }
+
+    /// Starts run `run`. Models read over the network use one worker (N workers would download
+    /// the rows N times), and so do the demos (generated in the worker: each would generate it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn analyze(
+        &self,
+        run: u64,
+        source: SourceSpec,
+        files: Vec<File>,
+        tensor: Option<String>,
+        seed: u64,
+        stop_after_rows: Option<u64>,
+        precision: Precision,
+        crash_after_rows: Option<u64>,
+    ) {
+        let workers = match source {
+            SourceSpec::Files => self.inner.borrow().size,
+            _ => 1,
+        };
+        self.inner.borrow_mut().current = Some(Current {
+            run,
+            source: source.clone(),
+            files: files.clone(),
+            seed,
+            stop_after_rows,
+            precision,
+            crash_after_rows,
+            of: 1,
+            progress: vec![None],
+            over: false,
+        });
+        // The test crash goes to the last worker of the run: a helper when the pass is split.
+        let lead_crash = if workers == 1 { crash_after_rows } else { None };
+        let request =
+            Request::Analyze {
+            run,
+            source,
+            tensor,
+            seed,
+            stop_after_rows,
+            precision,
+            workers,
+            crash_after_rows: lead_crash,
+        };
+        self.client(0).send(request, files);
+    }
+
+    /// Ends the pass of every worker of the run after its current step; the lead reports the
+    /// estimate over all of them.
+    pub fn stop_early(&self) {
+        let of = self.inner.borrow().current.as_ref().map_or(1, |c| c.of) as usize;
+        let clients: Vec<WorkerClient> = self.inner.borrow().clients.iter().take(of).cloned().collect();
+        for c in clients {
+            c.send(Request::StopEarly, Vec::new());
+        }
+    }
+
+    /// Stops run `run` in every worker at once.
+    pub fn cancel(&self, run: u64) {
+        if let Some(c) = self.inner.borrow_mut().current.as_mut().filter(|c| c.run == run) {
+            c.over = true;
+        }
+        let clients: Vec<WorkerClient> = self.inner.borrow().clients.clone();
+        for c in clients {
+            c.cancel(run);
+        }
+    }
+
+    /// Terminates every worker; the next run starts fresh ones.
+    fn rebuild(&self) {
+        let clients = std::mem::take(&mut self.inner.borrow_mut().clients);
+        for c in &clients {
+            c.terminate();
+        }
+    }
+
+    fn emit(&self, envelope: Envelope) {
+        let handler = self.inner.borrow().handler.clone();
+        handler(envelope);
+    }
+
+    /// Fails the current run with `message` (once), and stops its other workers.
+    fn fail(&self, run: u64, message: String, crashed: bool) {
+        let first = {
+            let mut inner = self.inner.borrow_mut();
+            match inner.current.as_mut() {
+                Some(c) if !c.over && (run == 0 || run == c.run) => {
+                    c.over = true;
+                    Some(c.run)
+                }
+                _ => None,
+            }
+        };
+        if crashed {
+            self.rebuild();
+        } else if let Some(r) = first {
+            self.cancel(r);
+        }
+        if let Some(r) = first {
+            self.emit(Envelope { run: r, response: Response::Failed { message } });
+        }
+    }
+
+    fn on_message(&self, index: usize, envelope: Envelope, bytes: Option<JsValue>) {
+        let Envelope { run, response } = envelope;
+        let current = self.inner.borrow().current.as_ref().map(|c| (c.run, c.over));
+        if let Response::Crashed { message } = response {
+            return self.fail(run, message, true);
+        }
+        // Messages of an older run (or a failed one) are dropped; run 0 is a worker-level failure.
+        let live = matches!(current, Some((r, false)) if run == r || run == 0);
+        if !live {
+            return;
+        }
+        match response {
+            Response::Split { tensor, of } if index == 0 => self.split(run, tensor, of),
+            Response::Partial => {
+                if let Some(bytes) = bytes {
+                    self.client(0).send_bytes(Request::Absorb { run }, bytes);
+                }
+            }
+            Response::Progress(p) => {
+                let combined = {
+                    let mut inner = self.inner.borrow_mut();
+                    let Some(c) = inner.current.as_mut() else { return };
+                    if let Some(slot) = c.progress.get_mut(index) {
+                        *slot = Some(p);
+                    }
+                    combine(&c.progress)
+                };
+                if let Some(p) = combined {
+                    self.emit(Envelope { run, response: Response::Progress(p) });
+                }
+            }
+            Response::Failed { message } => self.fail(run, message, false),
+            other if index == 0 => self.emit(Envelope { run, response: other }),
+            _ => {}
+        }
+    }
+
+    /// The lead split the pass: give workers 1..of their shares.
+    fn split(&self, run: u64, tensor: String, of: u32) {
+        let Some((source, files, seed, stop_after_rows, precision, crash)) = ({
+            let mut inner = self.inner.borrow_mut();
+            inner.current.as_mut().map(|c| {
+                c.of = of;
+                c.progress.resize(of as usize, None);
+                (c.source.clone(), c.files.clone(), c.seed, c.stop_after_rows, c.precision, c.crash_after_rows)
+            })
+        }) else {
+            return;
+        };
+        for index in 1..of {
+            let Some(share) = Share::new(index, of) else { continue };
+            let request = Request::Share {
+                run,
+                source: source.clone(),
+                tensor: tensor.clone(),
+                seed,
+                stop_after_rows,
+                share,
+                precision,
+                crash_after_rows: if index + 1 == of { crash } else { None },
+            };
+            self.client(index as usize).send(request, files.clone());
+        }
+    }
+}
+
+/// The progress shown for a split pass: rows seen summed over the workers, the mean of their
+/// fractions (each of its own work), and the lead's phase and running ε.
+fn combine(progress: &[Option<Progress>]) -> Option<Progress> {
+    let lead = progress.first()?.clone()?;
+    if progress.len() == 1 {
+        return Some(lead);
+    }
+    let rows_seen = progress.iter().flatten().map(|p| p.rows_seen).sum();
+    let fraction = progress.iter().map(|p| p.as_ref().map_or(0.0, |p| p.fraction)).sum::<f64>() / progress.len() as f64;
+    Some(Progress { rows_seen, fraction, ..lead })
+}

@@ -1,0 +1,189 @@
+//! A pass split over workers (`src/pass.rs`): shares of the plan's blocks, merged in any order,
+//! give the one-pass answer (G, s, μ, σ, ε to 1e-12 relative), and the CLI with 1 and N threads
+//! prints the same ε.
+
+use std::rc::Rc;
+
+use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::format::{read_model, DType};
+use orthoscope::job::Job;
+use orthoscope::locate::choose;
+use orthoscope::pass::{PassPartial, Share};
+use orthoscope::report::Report;
+use orthoscope::source::{ByteSource, SliceSource};
+use orthoscope::synth::{safetensors_bytes, trained_like, TensorSpec};
+
+const NAME: &str = "model.embed_tokens.weight";
+
+/// A trained-like matrix (related neighbours, μ > 0) with a zero and a NaN row, as safetensors.
+fn model(rows: usize, dim: usize, seed: u64) -> Vec<u8> {
+    let mut values = trained_like(rows, dim, seed);
+    values[5 * dim..6 * dim].fill(0.0);
+    values[17 * dim] = f32::NAN;
+    safetensors_bytes(&[TensorSpec::matrix(NAME, DType::BF16, rows, dim, &values)])
+}
+
+fn analysis(file: &[u8], config: AnalysisConfig) -> Analysis {
+    let source = SliceSource::new("m.safetensors", file.to_vec());
+    let model = read_model(&source, 0).unwrap();
+    let (t, why) = choose(&model, None, "m").unwrap();
+    Analysis::new(Box::new(source), t, Origin { tensor_reason: why, ..Origin::default() }, config).unwrap()
+}
+
+fn share_partial(file: &[u8], config: &AnalysisConfig, share: Share) -> PassPartial {
+    let mut a = analysis(file, config.clone());
+    a.set_share_only(share);
+    a.run(&mut |_| {}).unwrap().into_partial()
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * a.abs().max(b.abs()).max(1e-300)
+}
+
+fn assert_same_sums(merged: &PassPartial, whole: &PassPartial, dim: usize, case: &str) {
+    assert_eq!(merged.gram.counts, whole.gram.counts, "{case}: row counts");
+    assert_eq!(merged.blocks_seen, whole.blocks_seen, "{case}: blocks");
+    // Relative to the size of the terms summed (Cauchy–Schwarz: |G_ab| ≤ √(G_aa·G_bb),
+    // |s_a| ≤ √(n·G_aa)), not to a sum that cancels to nearly 0, where only the order of the
+    // additions differs.
+    let (g, h) = (merged.gram.gram(), whole.gram.gram());
+    let n = whole.gram.counts.kept as f64;
+    for (a, (x, y)) in merged.gram.sum().iter().zip(whole.gram.sum()).enumerate().take(dim) {
+        let scale = (n * h.get(a, a)).sqrt();
+        assert!((x - y).abs() <= 1e-12 * scale, "{case}: s[{a}] {x} vs {y}");
+    }
+    for a in 0..dim {
+        for b in a..dim {
+            let scale = (h.get(a, a) * h.get(b, b)).sqrt();
+            let (x, y) = (g.get(a, b), h.get(a, b));
+            assert!((x - y).abs() <= 1e-12 * scale, "{case}: G[{a},{b}] {x} vs {y}");
+        }
+    }
+    let (m, w) = (merged.gram.moments().unwrap(), whole.gram.moments().unwrap());
+    assert!(close(m.mu, w.mu, 1e-12), "{case}: μ {} vs {}", m.mu, w.mu);
+    assert!(close(m.sigma, w.sigma, 1e-12), "{case}: σ {} vs {}", m.sigma, w.sigma);
+}
+
+#[test]
+fn shares_merged_in_any_order_equal_one_pass() {
+    let (rows, dim) = (3000, 72);
+    let file = model(rows, dim, 3);
+    let config = AnalysisConfig { block_rows: 16, ..AnalysisConfig::default() };
+    let whole = analysis(&file, config.clone()).run(&mut |_| {}).unwrap().into_partial();
+    for of in [2u32, 3, 5] {
+        let parts: Vec<PassPartial> =
+            (0..of).map(|i| share_partial(&file, &config, Share::new(i, of).unwrap())).collect();
+        // Every share got a part of the blocks, and together exactly all of them.
+        assert!(parts.iter().all(|p| p.blocks_seen > 0), "{of} shares: an idle share");
+        for (name, order) in [
+            ("in order", (0..of as usize).collect::<Vec<_>>()),
+            ("reversed", (0..of as usize).rev().collect()),
+            ("rotated", (0..of as usize).map(|i| (i + 1) % of as usize).collect()),
+        ] {
+            let mut merged = PassPartial::empty(dim);
+            for &i in &order {
+                // Through the message bytes, as between workers.
+                merged.merge(&PassPartial::from_bytes(&parts[i].to_bytes()).unwrap()).unwrap();
+            }
+            assert_same_sums(&merged, &whole, dim, &format!("{of} shares {name}"));
+        }
+    }
+}
+
+/// The lead's job (share 0 with the histogram's sample) absorbing the helpers' partials reports
+/// what one whole pass reports.
+fn pooled_report(file: &[u8], config: &AnalysisConfig, of: u32) -> Report {
+    let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", file.to_vec()));
+    let (mut job, opened) = Job::open(vec![source], None, config.clone()).unwrap();
+    job.split(of);
+    let mut job = job.run().unwrap();
+    // Helpers finish in any order; absorb them last-first.
+    for i in (1..of).rev() {
+        let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", file.to_vec()));
+        let mut helper =
+            Job::open_share(vec![source], &opened.chosen, config.clone(), Share::new(i, of).unwrap()).unwrap();
+        while helper.step().unwrap() != orthoscope::analysis::Phase::Done {}
+        job.absorb(&helper.into_partial()).unwrap();
+    }
+    job.report(0.0).unwrap()
+}
+
+#[test]
+fn a_lead_absorbing_its_helpers_reports_the_one_pass_result() {
+    let (rows, dim) = (2500, 64);
+    let file = model(rows, dim, 11);
+    let config = AnalysisConfig::default();
+    let one = pooled_report(&file, &config, 1);
+    assert!(one.exact);
+    assert_eq!(one.workers, 1);
+    for of in [2, 4] {
+        let r = pooled_report(&file, &config, of);
+        assert!(r.exact, "{of} workers: exact");
+        assert_eq!(r.workers, of);
+        assert_eq!(r.rows_used, one.rows_used);
+        assert_eq!(r.pairs, one.pairs);
+        for (what, a, b) in [("μ", r.mu, one.mu), ("σ", r.sigma, one.sigma), ("ε", r.epsilon, one.epsilon)] {
+            assert!(close(a, b, 1e-12), "{of} workers: {what} {a} vs {b}");
+        }
+        assert_eq!(r.histogram, one.histogram, "the histogram is the lead's sample, as before");
+    }
+}
+
+#[test]
+fn an_early_stop_split_over_workers_estimates_what_one_worker_estimates() {
+    let (rows, dim) = (4000, 48);
+    let file = model(rows, dim, 5);
+    let config = AnalysisConfig { stop_after_rows: Some(1500), ..AnalysisConfig::default() };
+    let one = pooled_report(&file, &config, 1);
+    let three = pooled_report(&file, &config, 3);
+    assert!(!one.exact && !three.exact);
+    assert_eq!(three.rows_seen, one.rows_seen, "the union of the shares is the one worker's prefix");
+    assert!(close(three.epsilon, one.epsilon, 1e-12), "{} vs {}", three.epsilon, one.epsilon);
+    assert!(three.epsilon_ci.is_some());
+}
+
+#[test]
+fn a_partial_of_another_width_or_a_block_counted_twice_is_refused() {
+    let file = model(600, 32, 2);
+    let config = AnalysisConfig::default();
+    let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", file.clone()));
+    let (mut job, _) = Job::open(vec![source], None, config.clone()).unwrap();
+    job.split(2);
+    let mut job = job.run().unwrap();
+    let wrong = share_partial(&model(600, 40, 2), &config, Share::new(1, 2).unwrap());
+    assert!(matches!(
+        job.absorb(&wrong),
+        Err(orthoscope::Error::Pass(orthoscope::pass::PassError::DimMismatch { .. }))
+    ));
+    let right = share_partial(&file, &config, Share::new(1, 2).unwrap());
+    job.absorb(&right).unwrap();
+    assert!(job.report(0.0).unwrap().exact);
+    assert!(matches!(
+        job.absorb(&right),
+        Err(orthoscope::Error::Pass(orthoscope::pass::PassError::TooManyBlocks { .. }))
+    ));
+}
+
+#[test]
+fn the_cli_with_one_and_three_threads_agrees() {
+    let dir = std::env::temp_dir().join(format!("orthoscope-pool-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.safetensors");
+    std::fs::write(&path, model(5000, 96, 7)).unwrap();
+    let run = |threads: &str| -> Report {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_orthoscope"))
+            .args(["analyze", "--json", "--threads", threads])
+            .arg(&path)
+            .output()
+            .expect("orthoscope runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (one, three) = (run("1"), run("3"));
+    assert_eq!((one.workers, three.workers), (1, 3));
+    assert!(one.exact && three.exact);
+    assert!(close(one.epsilon, three.epsilon, 1e-12), "{} vs {}", one.epsilon, three.epsilon);
+    assert!(close(one.sigma, three.sigma, 1e-12));
+    assert_eq!(one.rows_used, three.rows_used);
+    let _ = std::fs::remove_dir_all(&dir);
+}
