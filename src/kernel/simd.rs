@@ -78,6 +78,7 @@ macro_rules! gram_update_f32_kernel {
         }
     };
 }
+#[cfg(feature = "relaxed-simd")]
 pub(crate) use gram_update_f32_kernel;
 
 /// a·b + acc with two roundings, as [`super::portable::gram_update_f32`] computes it.
