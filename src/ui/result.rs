@@ -196,7 +196,17 @@ fn ResultCard(
             format!("{} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence),
         ),
         ("seed", r.seed.to_string()),
-        ("time", format!("{} ms ({} kernel)", group_digits(r.timing_ms.max(0.0) as u64), r.kernel)),
+        (
+            "time",
+            format!(
+                "{} ms ({} kernel{}{})",
+                group_digits(r.timing_ms.max(0.0) as u64),
+                r.kernel,
+                r.gram_gflops.map_or(String::new(), |g| format!(", {g:.1} GFLOP/s")),
+                // Why f64 ran where f32 is the default (kernel::f32_suffices).
+                if r.precision_reason.is_empty() { String::new() } else { format!("; f64: {}", r.precision_reason) }
+            ),
+        ),
     ];
     let markers = mu_epsilon_markers(r.mu, r.epsilon, r.epsilon_ci);
     let reference = |h: &crate::report::HistogramReport| {
