@@ -473,10 +473,7 @@ impl Compact {
 
 /// "f32" or "f64" when the kernel's name ends in it (the link layout has no precision of its own).
 fn precision_of_kernel(kernel: &str) -> &str {
-    match kernel.rsplit(' ').next() {
-        Some(p @ ("f32" | "f64")) => p,
-        _ => "",
-    }
+    kernel.rsplit(' ').next().filter(|p| matches!(*p, "f32" | "f64")).unwrap_or("")
 }
 
 impl CompactUnembedding {

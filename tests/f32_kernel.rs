@@ -324,3 +324,19 @@ fn f32_and_f64_paths_share_mu(centred: bool) {
     }
     assert!((ma.sigma - mb.sigma).abs() <= 1e-6 * mb.sigma, "σ: f32 {} vs f64 {}", ma.sigma, mb.sigma);
 }
+
+/// Native speeds of this build's Gram kernels and the peak loop (numbers only, never asserted):
+/// `cargo test --release --test f32_kernel -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn print_native_kernel_speeds() {
+    use orthoscope::kernel::bench;
+    let peak = bench::peak_f32x4_gflops(200_000_000, false).expect("clock");
+    for dim in [1024, 4096] {
+        let f32_gflops = bench::gram_gflops(dim, 512, Precision::F32).expect("clock");
+        let f64_gflops = bench::gram_gflops(dim, 512, Precision::F64).expect("clock");
+        eprintln!(
+            "native d={dim}: f32 Gram {f32_gflops:.1} GFLOP/s, f64 Gram {f64_gflops:.1} GFLOP/s, f32x4 mul+add peak loop {peak:.1}"
+        );
+    }
+}

@@ -62,7 +62,7 @@ pub const F32_MAX_CONCENTRATION: f64 = 1e5;
 /// Whether the f32 kernel meets issue 8's exactness targets for cosines with this mean and spread
 /// (from the histogram's sample, before the pass). Why not: `Err` with a short reason for the report.
 pub fn f32_suffices(mu: f64, sigma: f64) -> Result<(), String> {
-    if !(sigma >= F32_MIN_SIGMA) {
+    if sigma.is_nan() || sigma < F32_MIN_SIGMA {
         return Err(format!("σ ≈ {sigma:.1e} in the sample is below {F32_MIN_SIGMA:.0e}, inside the f32 noise"));
     }
     let concentration = (mu * mu + sigma * sigma) / (sigma * sigma);

@@ -7,7 +7,7 @@ use super::{PackedGram, LANES, PANEL_BLOCK, TILE_A};
 /// add), then added to G in f64.
 pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
     let d = g.dim_padded();
-    if d == 0 || k == 0 || packed.len() < k * d || d % LANES != 0 {
+    if d == 0 || k == 0 || packed.len() < k * d || !d.is_multiple_of(LANES) {
         return;
     }
     let octet = |q: usize| &packed[q * k * LANES..(q + 1) * k * LANES];

@@ -21,7 +21,7 @@ macro_rules! gram_update_f32_kernel {
             if d == 0 || k == 0 {
                 return;
             }
-            assert!(packed.len() >= k * d && d % LANES == 0);
+            assert!(packed.len() >= k * d && d.is_multiple_of(LANES));
             // Blocks of PANEL_BLOCK row panels share each column octet while it is in L1.
             for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
                 let p1 = (p0 + PANEL_BLOCK).min(g.panels());
@@ -78,6 +78,7 @@ macro_rules! gram_update_f32_kernel {
         }
     };
 }
+#[cfg(feature = "relaxed-simd")]
 pub(crate) use gram_update_f32_kernel;
 
 /// a·b + acc with two roundings, as [`super::portable::gram_update_f32`] computes it.

@@ -199,11 +199,14 @@ fn ResultCard(
         (
             "time",
             format!(
-                "{} ms ({} worker{} · SIMD: {})",
+                "{} ms ({} worker{} · SIMD: {}{}{})",
                 group_digits(r.timing_ms.max(0.0) as u64),
                 r.workers,
                 if r.workers == 1 { "" } else { "s" },
-                r.kernel
+                r.kernel,
+                r.gram_gflops.map_or(String::new(), |g| format!(", {g:.1} GFLOP/s")),
+                // Why f64 ran where f32 is the default (kernel::f32_suffices).
+                if r.precision_reason.is_empty() { String::new() } else { format!("; f64: {}", r.precision_reason) }
             ),
         ),
     ];
