@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the four header parsers (issue 9 item 5) for SECONDS each (default 600):
 #   scripts/fuzz.sh [seconds] [target ...]
+# FUZZ_BUILD_FLAGS (e.g. -O: release without debug assertions, reusing a `cargo fuzz build -O`)
+# is passed to cargo fuzz; the default keeps debug assertions and overflow checks on.
 # Installs what it needs when missing (idempotent): a nightly toolchain through rustup and
 # cargo-fuzz through cargo install. Seeds each target from the malformed-file corpus
 # (`orthoscope-fixtures corpus`). Crashes land in fuzz/artifacts/TARGET/; make each a regression
@@ -42,7 +44,8 @@ for t in "${targets[@]}"; do
   echo "== $t: ${seconds}s (log: fuzz/logs/$t.log)"
   # -rss_limit_mb catches allocations that follow a header's claims instead of the file.
   status=0
-  cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
+  # shellcheck disable=SC2086
+  cargo +nightly fuzz run ${FUZZ_BUILD_FLAGS:-} "$t" "corpus/$t" -- -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
     >"logs/$t.log" 2>&1 || status=$?
   grep -E 'stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY|panicked at' "logs/$t.log" || true
   if [ "$status" -ne 0 ]; then

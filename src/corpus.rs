@@ -133,7 +133,8 @@ pub fn corpus() -> Vec<CorpusCase> {
 
 fn safetensors_cases() -> Vec<CorpusCase> {
     let f = "model.safetensors";
-    let mut bad_utf8 = st_raw(&format!("{{\"{EMBED}\":{{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[0,128]}}}}"), 128);
+    let mut bad_utf8 =
+        st_raw(&format!("{{\"{EMBED}\":{{\"dtype\":\"F32\",\"shape\":[4,8],\"data_offsets\":[0,128]}}}}"), 128);
     // A byte that is never valid UTF-8 inside the tensor's name.
     if let Some(b) = bad_utf8.get_mut(12) {
         *b = 0xff;
@@ -264,7 +265,11 @@ fn gguf_cases() -> Vec<CorpusCase> {
     };
     let array_past_eof = {
         let mut w = GgufWriter::new();
-        w.header(3, 0, 1).string("tokenizer.ggml.tokens").u32(GgufType::Array.id()).u32(GgufType::Str.id()).u64(1 << 50);
+        w.header(3, 0, 1)
+            .string("tokenizer.ggml.tokens")
+            .u32(GgufType::Array.id())
+            .u32(GgufType::Str.id())
+            .u64(1 << 50);
         w.bytes
     };
     let unknown_tensor_type = gguf_bytes(3, &[gguf_matrix("token_embd.weight", 4, 32, 99, vec![0; 512])], &[]);
@@ -410,7 +415,12 @@ fn index_cases() -> Vec<CorpusCase> {
             Expect::Error,
             &shard(2, 2),
         ),
-        multi("index-invalid-json", vec![(idx.into(), b"{\"weight_map\": {".to_vec()), (shard(1, 1), embed.clone())], Expect::Error, idx),
+        multi(
+            "index-invalid-json",
+            vec![(idx.into(), b"{\"weight_map\": {".to_vec()), (shard(1, 1), embed.clone())],
+            Expect::Error,
+            idx,
+        ),
         multi(
             "index-not-a-map",
             vec![(idx.into(), b"{\"weight_map\": [1, 2, 3]}".to_vec()), (shard(1, 1), embed.clone())],
@@ -419,7 +429,11 @@ fn index_cases() -> Vec<CorpusCase> {
         ),
         multi(
             "index-shard-lacks-tensor",
-            vec![(idx.into(), index(&[(EMBED, shard(1, 2)), ("lm_head.weight", shard(2, 2))])), (shard(1, 2), head.clone()), (shard(2, 2), embed.clone())],
+            vec![
+                (idx.into(), index(&[(EMBED, shard(1, 2)), ("lm_head.weight", shard(2, 2))])),
+                (shard(1, 2), head.clone()),
+                (shard(2, 2), embed.clone()),
+            ],
             Expect::Error,
             EMBED,
         ),

@@ -14,11 +14,13 @@ use orthoscope::source::{ByteSource, SliceSource};
 use orthoscope::{Error, Report};
 
 type Outcome = Result<Report, Error>;
+/// Whether an outcome is the one a case must give.
+type Check = fn(&Outcome) -> bool;
 
 /// `|r| matches!(r, Err(PATTERN))` as a fn pointer.
 macro_rules! fails {
     ($p:pat) => {
-        (|r: &Outcome| matches!(r, Err($p))) as fn(&Outcome) -> bool
+        (|r: &Outcome| matches!(r, Err($p))) as Check
     };
 }
 macro_rules! format_err {
@@ -31,9 +33,9 @@ macro_rules! foreign {
         format_err!(FormatError::Foreign { kind: $k, .. })
     };
 }
-const REPORT: fn(&Outcome) -> bool = |r| r.is_ok();
+const REPORT: Check = |r| r.is_ok();
 
-fn table() -> Vec<(&'static str, fn(&Outcome) -> bool)> {
+fn table() -> Vec<(&'static str, Check)> {
     use FormatError as F;
     vec![
         ("st-not-safetensors", foreign!(ForeignKind::Zip)),
@@ -214,7 +216,8 @@ fn every_corpus_case_gives_its_own_error_or_the_right_report() {
 fn a_damaged_magic_under_a_gguf_or_npy_name_says_which_format_it_failed() {
     // Regression (found by the corpus): these read as safetensors and got "header claims 14165034823
     // bytes, more than the 100000000-byte limit".
-    for (file, bytes) in [("m.gguf", b"GGML\x03\x00\x00\x00\x00\x00\x00\x00".to_vec()), ("a.NPY", b"\x93NUMPX\x01\x00\x10\x00".to_vec())]
+    for (file, bytes) in
+        [("m.gguf", b"GGML\x03\x00\x00\x00\x00\x00\x00\x00".to_vec()), ("a.NPY", b"\x93NUMPX\x01\x00\x10\x00".to_vec())]
     {
         let e = analyse(&[(file.to_string(), bytes)]).expect_err(file);
         assert!(
