@@ -19,7 +19,7 @@ use crate::neighbours::{Neighbours, Query};
 use crate::permalink;
 use crate::report::{significant, Report};
 use crate::worker::pool::{pool_size, Pool};
-use crate::worker::protocol::{Envelope, Response, SourceSpec};
+use crate::worker::protocol::{Envelope, Request, Response, SourceSpec};
 
 /// Where the page stands; `data-status` on the report element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,6 +242,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         | Response::Centred(_)
         | Response::CentredFailed { .. } => {}
         // Benchmark answers go to whoever asked (scripts/bench.sh talks to a worker of its own).
+        Response::Benchmark { .. } => {}
         // The pool handles these; the page never sees them.
         Response::Ready
         | Response::Cancelled
@@ -399,7 +400,7 @@ pub fn find_neighbours(state: State, query: Query, k: u32) {
     CONTROLLER.with(|c| {
         if let Some(c) = c.borrow().as_ref() {
             match c.client.as_ref() {
-                Some(client) => client.send(Request::Neighbours { run: c.run, query, k }, Vec::new()),
+                Some(pool) => pool.send_to_lead(Request::Neighbours { run: c.run, query, k }),
                 None => state.neighbours_message.set("open the model to search its rows".into()),
             }
         }
@@ -413,7 +414,7 @@ pub fn compute_centred(state: State) {
         if let Some(c) = c.borrow().as_ref() {
             if let Some(client) = c.client.as_ref() {
                 state.centred_progress.set(Some(0.0));
-                client.send(Request::Centred { run: c.run }, Vec::new());
+                client.send_to_lead(Request::Centred { run: c.run });
             }
         }
     });

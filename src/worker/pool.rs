@@ -74,6 +74,12 @@ impl Pool {
     }
 
     /// Worker `index`, started if it is not yet.
+    /// Sends a request about a finished run to the lead worker, which holds that run's matrix
+    /// (nearest neighbours, the centred pass).
+    pub fn send_to_lead(&self, request: Request) {
+        self.client(0).send(request, Vec::new());
+    }
+
     fn client(&self, index: usize) -> WorkerClient {
         while self.inner.borrow().clients.len() <= index {
             let i = self.inner.borrow().clients.len();
@@ -120,8 +126,7 @@ impl Pool {
         });
         // The test crash goes to the last worker of the run: a helper when the pass is split.
         let lead_crash = if workers == 1 { crash_after_rows } else { None };
-        let request =
-            Request::Analyze {
+        let request = Request::Analyze {
             run,
             source,
             tensor,

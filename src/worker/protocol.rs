@@ -44,6 +44,13 @@ pub enum Request {
         /// `?precision=f64` forces the f64 Gram kernel (default f32, see `kernel::Precision`).
         #[serde(default)]
         precision: Precision,
+        /// Workers the page can give this run (`pass`): the lead answers with
+        /// [`Response::Split`] when it splits the pass. 1 (the default) keeps it whole.
+        #[serde(default = "one")]
+        workers: u32,
+        /// Test hook (`?crash_after_rows=N`): panic once this many rows were seen.
+        #[serde(default)]
+        crash_after_rows: Option<u64>,
     },
     /// Measure this worker's kernels (`scripts/bench.sh`): answered with [`Response::Benchmark`].
     Benchmark {

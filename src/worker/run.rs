@@ -133,8 +133,9 @@ pub fn start() {
                 });
                 post(run, Response::Cancelled);
             }
-<<<<<<< HEAD
-            Some(Request::Benchmark { peak_iterations, dim, rows }) => post(0, benchmark(peak_iterations, dim, rows)),
+            Some(Request::Benchmark { peak_iterations, dim, rows }) => {
+                wasm_bindgen_futures::spawn_local(async move { post(0, benchmark(peak_iterations, dim, rows).await) })
+            }
             Some(Request::Analyze {
                 run: generation,
                 source,
@@ -146,17 +147,6 @@ pub fn start() {
                 crash_after_rows,
             }) => {
                 let files = attached_files(&data);
-=======
-            Some(Request::Benchmark { peak_iterations, dim, rows }) => {
-                wasm_bindgen_futures::spawn_local(async move { post(0, benchmark(peak_iterations, dim, rows).await) })
-            }
-            Some(Request::Analyze { run: generation, source, tensor, seed, stop_after_rows, precision }) => {
-                let files: Vec<File> = Reflect::get(&data, &"files".into())
-                    .ok()
-                    .and_then(|f| f.dyn_into::<js_sys::Array>().ok())
-                    .map(|a| a.iter().filter_map(|f| f.dyn_into::<File>().ok()).collect())
-                    .unwrap_or_default();
->>>>>>> kernel
                 GENERATION.with(|g| g.set(generation));
                 STOP_EARLY.with(|s| s.set(false));
                 PARTIALS.with(|p| p.borrow_mut().clear());
@@ -544,11 +534,6 @@ fn wasm_memory_bytes() -> Option<u64> {
     Some(len as u64)
 }
 
-<<<<<<< HEAD
-async fn sleep_ms(ms: i32) {
-    let promise = Promise::new(&mut |resolve, _reject| {
-        let _ = scope().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
-=======
 /// Waits `ms` milliseconds (setTimeout), or not at all where the timer cannot be set.
 async fn sleep_ms(ms: i32) {
     let promise = Promise::new(&mut |resolve, _reject| {
@@ -559,7 +544,6 @@ async fn sleep_ms(ms: i32) {
         if set != Some(true) {
             let _ = resolve.call0(&JsValue::UNDEFINED);
         }
->>>>>>> kernel
     });
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
