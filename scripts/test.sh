@@ -3,7 +3,8 @@
 #   1. native unit and integration tests of the pure core (cargo test);
 #   2. wasm tests in headless Chromium (SIMD kernels, Blob reading in a worker, kernel benchmark);
 #   3. the release build of the page (trunk), with a check that the worker really contains simd128;
-#   4. end-to-end tests: dist/ served on 127.0.0.1, driven in headless Chromium by playwright-core.
+#   4. end-to-end tests: dist/ served on 127.0.0.1, driven in headless Chromium by playwright-core;
+#   5. formatting and clippy (native with the test fixtures, and the wasm page and workers), warnings as errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -45,3 +46,9 @@ cargo build --locked --release --bin orthoscope
 # release CLI: a separate test binary with the `fixtures` feature.
 cargo build --locked --release --features fixtures --bin orthoscope-fixtures
 node --test --test-concurrency=1 tests/e2e/
+
+step "formatting and clippy"
+cargo fmt --check
+cargo clippy --locked --all-targets --features fixtures -- -D warnings
+cargo clippy --locked --release --target wasm32-unknown-unknown --lib --bins -- -D warnings
+cargo clippy --locked --release --target wasm32-unknown-unknown --lib --bins --features relaxed-simd -- -D warnings

@@ -330,7 +330,7 @@ fn tied_check(
     else {
         return Tied { tied: None, evidence: "unknown".into() };
     };
-    let row_bytes = if rows == 0 { 0 } else { (embedding.byte_range.1 - embedding.byte_range.0) / rows };
+    let row_bytes = (embedding.byte_range.1 - embedding.byte_range.0).checked_div(rows).unwrap_or(0);
     let checks = TIED_CHECK_ROWS.min(rows);
     let chunk = row_bytes.min(TIED_CHECK_CHUNK_BYTES) as usize;
     let (mut a, mut b) = (vec![0u8; chunk], vec![0u8; chunk]);

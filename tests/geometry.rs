@@ -143,7 +143,7 @@ fn dropped_rows_and_odd_widths_leave_the_geometry_exact() {
 /// Row i of the Sylvester–Hadamard matrix of order `dim` (a power of two): entries ±1, rows exactly
 /// orthogonal, so after normalisation the spectrum of G/V is known to rounding.
 fn hadamard_row(i: usize, dim: usize) -> Vec<f32> {
-    (0..dim).map(|j| if (i & j).count_ones() % 2 == 0 { 1.0 } else { -1.0 }).collect()
+    (0..dim).map(|j| if (i & j).count_ones().is_multiple_of(2) { 1.0 } else { -1.0 }).collect()
 }
 
 /// `counts[k]` copies of ±(Hadamard row k + 1), signs alternating: G/V has eigenvalues counts[k]/V

@@ -491,10 +491,13 @@ fn hostile_all_rows_zero_fails_at_report_with_too_few_rows() {
     assert_mentions(&err.to_string(), &[EMBED, "16 all-zero"]);
 }
 
+/// A hostile case's name and the check its error must pass.
+type ErrorCase = (&'static str, fn(&Error) -> bool);
+
 #[test]
 fn hostile_files_fail_the_whole_chain_with_the_same_error_as_each_step() {
     // The CLI's path (read_model → choose → Analysis → report) surfaces each step's error unchanged.
-    let cases: [(&str, fn(&Error) -> bool); 8] = [
+    let cases: [ErrorCase; 8] = [
         ("truncated-header", |e| matches!(e, Error::Format(FormatError::TooShort { .. }))),
         ("header-past-eof", |e| matches!(e, Error::Format(FormatError::HeaderPastEof { .. }))),
         ("header-too-large", |e| matches!(e, Error::Format(FormatError::HeaderTooLarge { .. }))),

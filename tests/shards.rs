@@ -609,7 +609,7 @@ fn scalar_shard(names: &[String]) -> Vec<u8> {
         json.push_str(&format!(r#""{name}":{{"dtype":"F32","shape":[1],"data_offsets":[{},{}]}}"#, 4 * k, 4 * k + 4));
     }
     json.push('}');
-    while json.len() % 8 != 0 {
+    while !json.len().is_multiple_of(8) {
         json.push(' ');
     }
     let mut bytes = (json.len() as u64).to_le_bytes().to_vec();

@@ -14,7 +14,7 @@ pub fn decode_rows(raw: &[u8], dtype: &DType, dim: usize, out: &mut [f32]) -> Re
     let length_error =
         || DecodeError::Length { got: raw.len(), rows: out.len() / dim.max(1), dim, dtype: dtype.name().to_string() };
     let row_bytes = dtype.bytes_for(dim as u64).ok_or_else(length_error)? as usize;
-    if dim == 0 || out.len() % dim != 0 || raw.len() != (out.len() / dim) * row_bytes {
+    if dim == 0 || !out.len().is_multiple_of(dim) || raw.len() != (out.len() / dim) * row_bytes {
         return Err(length_error());
     }
     match dtype {

@@ -136,7 +136,7 @@ impl DType {
     /// or overflows.
     pub fn bytes_for(&self, elems: u64) -> Option<u64> {
         let (per_block, block_bytes) = self.block()?;
-        if elems % per_block != 0 {
+        if !elems.is_multiple_of(per_block) {
             return None;
         }
         (elems / per_block).checked_mul(block_bytes)

@@ -100,7 +100,7 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
     if d == 0 || k == 0 {
         return;
     }
-    assert!(packed.len() >= k * d && d % 4 == 0);
+    assert!(packed.len() >= k * d && d.is_multiple_of(4));
     // Blocks of PANEL_BLOCK row panels share each column panel while it is in L1 (see PANEL_BLOCK).
     for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
         let p1 = (p0 + PANEL_BLOCK).min(g.panels());
@@ -114,7 +114,7 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
                 let width = d - c0;
                 let a = &packed[p * k * 4..(p + 1) * k * 4];
                 let panel = g.panel_mut(p);
-                assert!(panel.len() == TILE_A * width && width % 4 == 0);
+                assert!(panel.len() == TILE_A * width && width.is_multiple_of(4));
                 let out = panel.as_mut_ptr();
                 {
                     let col = jb * 4 - c0;
@@ -166,7 +166,7 @@ pub fn dots(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
     }
     let na = a.len() / d;
     let nb = b.len() / d;
-    assert!(out.len() >= na * nb && d % 4 == 0);
+    assert!(out.len() >= na * nb && d.is_multiple_of(4));
     let mut i = 0;
     while i < na {
         let two_a = i + 1 < na;
