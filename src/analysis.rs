@@ -10,14 +10,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::accumulate::PairAccumulator;
 use crate::error::Error;
-use crate::estimate::{self, Z_95};
+use crate::estimate;
 use crate::format::decode::decode_rows;
 use crate::format::{DType, TensorInfo};
 use crate::geometry::{geometry_expected, Geometry, GeometryError, GeometryTiming};
 use crate::kernel::{self, Precision, MAX_CHUNK_ROWS};
 use crate::pass::{PassError, PassPartial, Share};
 use crate::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
-use crate::report::{HistogramReport, Report, CAPACITY_CAVEAT, SCHEMA_VERSION};
+use crate::report::{PassOutcome, Report};
 use crate::source::ByteSource;
 use crate::stats::{normalise_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts, RowFate};
 
@@ -490,33 +490,16 @@ impl Analysis {
         self.blocks_seen >= self.plan.blocks.len() as u64
     }
 
-    /// Moments of all pairs: exact once every block was visited; before that a stratified estimate
-    /// from the blocks seen. Pairs inside one block (vocabulary neighbours, over-represented in a
-    /// block prefix) and pairs across blocks are averaged separately and weighted by their share of
-    /// the whole matrix's pairs, so the estimate is not pulled towards related neighbours.
+    /// Moments of all pairs: exact once every block was visited, before that
+    /// [`estimate::stratified_moments`] over the blocks seen.
     fn running_moments(&self) -> Option<Moments> {
         let all = self.gram.moments()?;
         if self.is_exact() {
             return Some(all);
         }
-        let counts = self.gram.counts();
-        let (w1, w2, wp) = self.within;
-        let n = counts.kept as f64;
-        let pairs = n * (n - 1.0) / 2.0;
-        let (b1, b2, bp) = (all.mu * pairs - w1, all.mean_sq * pairs - w2, pairs - wp as f64);
-        if bp <= 0.0 || wp == 0 {
-            return Some(all);
-        }
-        let blocks_seen = self.blocks_seen as f64;
-        let blocks_total = self.plan.blocks.len() as f64;
-        let population = self.rows as f64 * n / counts.seen.max(1) as f64;
-        let within_pop = wp as f64 / blocks_seen * blocks_total;
-        let between_pop = (population * (population - 1.0) / 2.0 - within_pop).max(0.0);
-        let total = within_pop + between_pop;
-        let mu = (b1 / bp * between_pop + w1 / wp as f64 * within_pop) / total;
-        let mean_sq = (b2 / bp * between_pop + w2 / wp as f64 * within_pop) / total;
-        let sigma = (mean_sq - mu * mu).max(0.0).sqrt();
-        Some(Moments { rows: counts.kept, pairs: all.pairs, mu, mean_sq, sigma })
+        let seen =
+            estimate::BlocksSeen { within: self.within, seen: self.blocks_seen, total: self.plan.blocks.len() as u64 };
+        Some(estimate::stratified_moments(&all, self.gram.counts(), seen, self.rows))
     }
 
     /// Running estimate: ε with its standard error.
@@ -584,58 +567,31 @@ impl Analysis {
             zero: counts.dropped_zero,
             nonfinite: counts.dropped_nonfinite,
         };
-        let (m, eps, se) = self.running().ok_or_else(too_few)?;
-        let exact = self.is_exact();
-        let dim = self.dim as u64;
+        let (moments, _, se) = self.running().ok_or_else(too_few)?;
         let empty = PairSample::new(Vec::new());
-        let sample = self.pair_sample.as_ref().unwrap_or(&empty);
-        let hist_rows = sample.rows() as u64;
-        Ok(Report {
-            schema: SCHEMA_VERSION,
-            file: self.origin.file.clone(),
-            format: self.origin.format.clone(),
-            tensor: self.tensor.name.clone(),
-            tensor_reason: self.origin.tensor_reason.clone(),
-            dtype: self.tensor.dtype.name().to_string(),
+        let precision = self.precision();
+        Ok(Report::from_pass(PassOutcome {
+            file: &self.origin.file,
+            format: &self.origin.format,
+            tensor: &self.tensor.name,
+            tensor_reason: &self.origin.tensor_reason,
+            dtype: self.tensor.dtype.name(),
             rows: self.rows,
-            dim,
-            rows_seen: counts.seen,
-            rows_used: counts.kept,
-            rows_dropped: counts.dropped(),
-            rows_dropped_zero: counts.dropped_zero,
-            rows_dropped_nonfinite: counts.dropped_nonfinite,
-            pairs: m.pairs,
-            exact,
-            mu: m.mu,
-            sigma: m.sigma,
-            epsilon: eps,
-            epsilon_3sigma: estimate::epsilon_3sigma(m.mu, m.sigma),
-            epsilon_ci: if exact { None } else { se.map(|s| [eps - Z_95 * s, eps + Z_95 * s]) },
-            epsilon_se: if exact { None } else { se },
+            dim: self.dim as u64,
+            counts,
+            moments,
+            epsilon_se: se,
+            exact: self.is_exact(),
             seed: self.config.seed,
-            log10_capacity: estimate::capacities(dim, eps),
-            capacity_determinate: estimate::capacity_determinate(eps),
-            class: estimate::class(eps),
-            histogram: HistogramReport::new(&sample.full, sample.pairs, hist_rows),
-            histogram_zoom: HistogramReport::new(&sample.zoom, sample.pairs, hist_rows),
+            sample: self.pair_sample.as_ref().unwrap_or(&empty),
             timing_ms,
             workers: self.share.of.max(1),
-            kernel: format!("{} {}", kernel::kernel_name(self.precision()), self.precision().name()),
-            precision: self.precision().name().to_string(),
-            precision_reason: self.precision_reason.clone(),
+            kernel: format!("{} {}", kernel::kernel_name(precision), precision.name()),
+            precision: precision.name(),
+            precision_reason: &self.precision_reason,
             gram_gflops: self.gram.kernel_gflops(),
             accumulator_bytes: self.gram.bytes() as u64,
-            peak_wasm_bytes: None,
-            unembedding: None,
-            tied: None,
-            tied_evidence: String::new(),
-            caveat: CAPACITY_CAVEAT.to_string(),
-            source_url: None,
-            bytes_fetched: None,
-            geometry: None,
-            top_pairs: sample.top_pairs(),
-            centred: None,
-        })
+        }))
     }
 
     /// The spectrum of G/V and the coordinates that carry μ, for [`Report::geometry`]: `Ok(None)`

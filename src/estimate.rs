@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{Moments, PairSample};
+use crate::stats::{Moments, PairSample, RowCounts};
 
 /// ε = μ + 2σ, the accepted deviation from orthogonality (`shared/paper.md` §1).
 pub fn epsilon(mu: f64, sigma: f64) -> f64 {
@@ -164,6 +164,38 @@ pub fn epsilon_standard_error(
 
 /// 95 % normal interval half-width factor.
 pub const Z_95: f64 = 1.959964;
+
+/// The blocks a pass has visited, for [`stratified_moments`]: Σ cos, Σ cos², pair count over the
+/// pairs inside those blocks, and how many of the plan's blocks were visited.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BlocksSeen {
+    pub within: (f64, f64, u64),
+    pub seen: u64,
+    pub total: u64,
+}
+
+/// The running estimate of μ and σ over all pairs from the blocks visited so far (`all`: the
+/// moments of every pair among the rows seen). Pairs inside one block (vocabulary neighbours,
+/// over-represented in a prefix of blocks) and pairs across blocks are averaged separately and
+/// weighted by their share of the whole matrix's pairs, so the estimate is not pulled towards
+/// related neighbours. Any random subset of blocks works (one worker's share, or a merge of shares).
+pub fn stratified_moments(all: &Moments, counts: RowCounts, blocks: BlocksSeen, rows: u64) -> Moments {
+    let (w1, w2, wp) = blocks.within;
+    let n = counts.kept as f64;
+    let pairs = n * (n - 1.0) / 2.0;
+    let (b1, b2, bp) = (all.mu * pairs - w1, all.mean_sq * pairs - w2, pairs - wp as f64);
+    if bp <= 0.0 || wp == 0 || blocks.seen == 0 {
+        return *all;
+    }
+    let population = rows as f64 * n / counts.seen.max(1) as f64;
+    let within_pop = wp as f64 / blocks.seen as f64 * blocks.total as f64;
+    let between_pop = (population * (population - 1.0) / 2.0 - within_pop).max(0.0);
+    let total = within_pop + between_pop;
+    let mu = (b1 / bp * between_pop + w1 / wp as f64 * within_pop) / total;
+    let mean_sq = (b2 / bp * between_pop + w2 / wp as f64 * within_pop) / total;
+    let sigma = (mean_sq - mu * mu).max(0.0).sqrt();
+    Moments { rows: counts.kept, pairs: all.pairs, mu, mean_sq, sigma }
+}
 
 #[cfg(test)]
 mod tests {

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::alignment::TokenAlignment;
 use crate::centred::Centred;
-use crate::estimate::{Capacities, Class};
+use crate::estimate::{self, Capacities, Class, Z_95};
 use crate::geometry::Geometry;
-use crate::stats::{Histogram, TopPair};
+use crate::stats::{Histogram, Moments, PairSample, RowCounts, TopPair};
 
 /// Version of the JSON layout below.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -144,6 +144,90 @@ pub struct Report {
     /// CLI's `--centred`): not the paper's ε. Not carried in a permalink.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub centred: Option<Centred>,
+}
+/// What one pass measured, for [`Report::from_pass`]: the analysis gathers it, the report derives
+/// ε, its interval, the capacities and the class from it (`shared/paper.md` §1–3).
+pub struct PassOutcome<'a> {
+    pub file: &'a str,
+    pub format: &'a str,
+    pub tensor: &'a str,
+    pub tensor_reason: &'a str,
+    pub dtype: &'a str,
+    pub rows: u64,
+    pub dim: u64,
+    pub counts: RowCounts,
+    /// Exact over all pairs, or the running estimate (`estimate::stratified_moments`).
+    pub moments: Moments,
+    /// Standard error of ε while an estimate (ignored once exact).
+    pub epsilon_se: Option<f64>,
+    pub exact: bool,
+    pub seed: u64,
+    /// The histogram's sample of pairs.
+    pub sample: &'a PairSample,
+    pub timing_ms: f64,
+    pub workers: u32,
+    pub kernel: String,
+    pub precision: &'a str,
+    pub precision_reason: &'a str,
+    pub gram_gflops: Option<f64>,
+    pub accumulator_bytes: u64,
+}
+
+impl Report {
+    /// The report of one pass, with nothing yet about the unembedding, the tied check, the source,
+    /// the geometry or the centred statistics (the job and the worker add those).
+    pub fn from_pass(p: PassOutcome<'_>) -> Report {
+        let m = p.moments;
+        let eps = estimate::epsilon(m.mu, m.sigma);
+        let se = if p.exact { None } else { p.epsilon_se };
+        let hist_rows = p.sample.rows() as u64;
+        Report {
+            schema: SCHEMA_VERSION,
+            file: p.file.to_string(),
+            format: p.format.to_string(),
+            tensor: p.tensor.to_string(),
+            tensor_reason: p.tensor_reason.to_string(),
+            dtype: p.dtype.to_string(),
+            rows: p.rows,
+            dim: p.dim,
+            rows_seen: p.counts.seen,
+            rows_used: p.counts.kept,
+            rows_dropped: p.counts.dropped(),
+            rows_dropped_zero: p.counts.dropped_zero,
+            rows_dropped_nonfinite: p.counts.dropped_nonfinite,
+            pairs: m.pairs,
+            exact: p.exact,
+            mu: m.mu,
+            sigma: m.sigma,
+            epsilon: eps,
+            epsilon_3sigma: estimate::epsilon_3sigma(m.mu, m.sigma),
+            epsilon_ci: se.map(|s| [eps - Z_95 * s, eps + Z_95 * s]),
+            epsilon_se: se,
+            seed: p.seed,
+            log10_capacity: estimate::capacities(p.dim, eps),
+            capacity_determinate: estimate::capacity_determinate(eps),
+            class: estimate::class(eps),
+            histogram: HistogramReport::new(&p.sample.full, p.sample.pairs, hist_rows),
+            histogram_zoom: HistogramReport::new(&p.sample.zoom, p.sample.pairs, hist_rows),
+            timing_ms: p.timing_ms,
+            workers: p.workers,
+            kernel: p.kernel,
+            precision: p.precision.to_string(),
+            precision_reason: p.precision_reason.to_string(),
+            gram_gflops: p.gram_gflops,
+            accumulator_bytes: p.accumulator_bytes,
+            peak_wasm_bytes: None,
+            unembedding: None,
+            tied: None,
+            tied_evidence: String::new(),
+            caveat: CAPACITY_CAVEAT.to_string(),
+            source_url: None,
+            bytes_fetched: None,
+            geometry: None,
+            top_pairs: p.sample.top_pairs(),
+            centred: None,
+        }
+    }
 }
 
 /// The unembedding's cosine statistics, shown beside the paper's ε but never as it.
