@@ -1,10 +1,34 @@
 // Browser timings for scripts/bench.sh (a benchmark, not a test): serves dist/ on 127.0.0.1, opens
 // the page in headless Chromium with ?workers=N for each N given, drops the file and measures the
-// time to the first running ε on screen and to the exact result. Prints one JSON line per run.
+// time to the first running ε on screen and to the exact result. Prints one JSON line per run; the
+// first run also asks a worker of each build for its peak f32x4 rate and its Gram kernel's rate.
 //   node scripts/bench/browser.mjs DIST FILE N1 [N2 ...]
 import { serve, launch, finalReport, currentRun } from "../../tests/e2e/harness.mjs";
 
 const [dist, file, ...counts] = process.argv.slice(2);
+
+/** Each worker build's Benchmark answer (the register-only peak loop and the Gram kernels), from a
+ *  worker of our own in the page: {plain: {...}, relaxed: {...}}. */
+async function benchmark(page) {
+  const out = {};
+  for (const [name, meta] of [["plain", "orthoscope-worker"], ["relaxed", "orthoscope-worker-relaxed"]]) {
+    out[name] = await page.evaluate(async (meta) => {
+      const worker = new Worker(document.querySelector(`meta[name="${meta}"]`).content);
+      try {
+        return await new Promise((resolve, reject) => {
+          worker.onerror = (e) => reject(new Error(e.message));
+          worker.onmessage = (e) => {
+            const { response } = JSON.parse(e.data);
+            if (response === "Ready") {
+              worker.postMessage({ json: JSON.stringify({ Benchmark: { peak_iterations: 200000000, dim: 4096, rows: 512 } }) });
+            } else if (response.Benchmark) resolve(response.Benchmark);
+          };
+        });
+      } finally { worker.terminate(); }
+    }, meta);
+  }
+  return out;
+}
 const server = await serve(dist);
 try {
   for (const n of counts) {
@@ -28,7 +52,7 @@ try {
       const r = await finalReport(b.page, 3_600_000, before);
       const t = await b.page.evaluate(() => ({ ...window.__bench, end: performance.now() }));
       if (r.status !== "done") throw new Error(`workers=${n}: ${r.text}`);
-      const peak = await b.page.evaluate(() => window.__orthoscopePeak?.() ?? null).catch(() => null);
+      const peak = n === counts[0] ? await benchmark(b.page) : null;
       console.log(JSON.stringify({
         workers: n,
         workers_used: r.report.workers ?? 1,
