@@ -240,11 +240,6 @@ fn exact_epsilon_equals_all_pairs_f64_on_every_generated_matrix_to_1e_9() {
 }
 
 #[test]
-fn exact_epsilon_equals_all_pairs_f64_on_every_generated_matrix() {
-    check_all_cases(EXACT_TOL);
-}
-
-#[test]
 fn exact_epsilon_equals_all_pairs_f64_on_a_matrix_with_zero_rows() {
     let (rows, dim) = (300, 24);
     let values = with_zero_rows(rows, dim, 21);
@@ -394,12 +389,6 @@ fn different_seeds_give_the_same_exact_answer_to_1e_12() {
     assert!(bad.is_empty(), "exact answers differ across seeds beyond 1e-12:\n{}", bad.join("\n"));
 }
 
-#[test]
-fn different_seeds_give_the_same_exact_answer() {
-    let (_, bad) = seed_spread(EXACT_TOL);
-    assert!(bad.is_empty(), "exact answers differ across seeds beyond {EXACT_TOL:.0e}:\n{}", bad.join("\n"));
-}
-
 // ---------------------------------------------------------------------------------------------
 // The running estimate (design.md: "an unbiased estimate that sharpens ... ends at the exact answer")
 // ---------------------------------------------------------------------------------------------
@@ -513,14 +502,6 @@ fn gram_moments_of_halves_split_mid_chunk_equal_one_pass_to_1e_12() {
     let values = with_nonfinite_rows(rows, dim, 71);
     let diff = merge_difference(&values, rows, dim, 477);
     assert!(diff <= 1e-12, "merged halves differ from one pass by {diff:.3e} > 1e-12");
-}
-
-#[test]
-fn gram_moments_of_halves_split_mid_chunk_agree_to_f32_partials_precision() {
-    let (rows, dim) = (1000, 37);
-    let values = with_nonfinite_rows(rows, dim, 71);
-    let diff = merge_difference(&values, rows, dim, 477);
-    assert!(diff <= EXACT_TOL, "merged halves differ from one pass by {diff:.3e} > {EXACT_TOL:.0e}");
 }
 
 /// Random rows (not unit) of width `dim` zero-padded to the kernel's lanes.
