@@ -119,12 +119,12 @@ impl Job {
             missing: set.missing.clone(),
             ignored: set.ignored.clone(),
         };
-        let vocab =
-            if model.vocab.is_empty() { crate::vocab::from_sources(&sources, &set.files) } else { model.vocab.clone() };
-        let matrix = Matrix::new(source_of(&info)?, info.clone(), Rc::new(vocab));
         // The shape checks come first: nothing below reads or allocates for a tensor they refuse.
         let embedding =
             Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason), config.clone())?;
+        let vocab =
+            if model.vocab.is_empty() { crate::vocab::from_sources(&sources, &set.files) } else { model.vocab.clone() };
+        let matrix = Matrix::new(source_of(&info)?, info.clone(), Rc::new(vocab));
         let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only);
         // A broken unembedding must not cost the user the embedding's result: it is left out.
         let unembedding_matrix = match &unembedding_info {
