@@ -95,7 +95,9 @@ impl PassPartial {
 
     /// Adds another share's partial (over blocks disjoint from this one's).
     pub fn merge(&mut self, other: &PassPartial) -> Result<(), PassError> {
-        if other.gram.dim() != self.gram.dim() || other.gram.bytes() != self.gram.bytes() {
+        // Same width is the invariant; the routes or precisions may differ (the accumulator's merge
+        // folds them), and so may their sizes (a row route holds the rows it kept).
+        if other.gram.dim() != self.gram.dim() {
             return Err(PassError::DimMismatch { expected: self.gram.dim(), got: other.gram.dim() });
         }
         self.gram.merge(&other.gram);

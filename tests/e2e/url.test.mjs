@@ -264,7 +264,7 @@ test("an analysis, a Cancel and two more runs make no request at all and start n
     const first = await finalReport(b.page);
     assert.equal(first.status, "done", first.text);
     // The recorder sees the worker's own loads: a re-download would not go unnoticed.
-    assert.ok(requests.some((u) => /\/worker_bg(-[0-9a-f]+)?\.wasm$/.test(u)), `worker loads seen: ${requests.join(" ")}`);
+    assert.ok(requests.some((u) => /\/worker(_relaxed)?_bg(-[0-9a-f]+)?\.wasm$/.test(u)), `worker loads seen: ${requests.join(" ")}`);
     assert.equal(await b.page.evaluate(() => window.__workers), 1);
     let r = await analyseFiles(b.page, small);
     assert.equal(r.status, "done", r.text);
