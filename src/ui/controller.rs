@@ -207,6 +207,8 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
             return;
         }
         Response::NeighboursFailed { message } => {
+            // The previous query's table would read as this query's answer.
+            state.neighbours.set(None);
             state.neighbours_message.set(message);
             return;
         }

@@ -54,6 +54,7 @@ pub fn TailExplorer(
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let Some(q) = Query::parse(&query.get_untracked()) else {
+            state.neighbours.set(None);
             state.neighbours_message.set("type a token or a row id".into());
             return;
         };

@@ -84,6 +84,7 @@ test("the tail explorer lists the GGUF vocabulary's tokens, finds a token's neig
     await b.page.fill('[data-testid="explore-query"]', "no-such-token");
     await b.page.click('[data-testid="explore-find"]');
     await b.page.waitForFunction(() => document.querySelector('[data-testid="explore-error"]').textContent.includes("no token is spelled"));
+    assert.equal(await b.page.locator('[data-testid="neighbours"]').count(), 0, "the previous token's table is gone, not left under the error");
     await b.page.locator('[data-testid="explorer"]').screenshot({ path: join(OUT, "explain-tail-explorer.png") });
 
     // The centred pass on request: the CLI's numbers, labelled as not the paper's ε.
