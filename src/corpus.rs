@@ -125,6 +125,7 @@ pub fn corpus() -> Vec<CorpusCase> {
     }
     cases.extend(safetensors_cases());
     cases.extend(row_cases());
+    cases.extend(memory_cases());
     cases.extend(gguf_cases());
     cases.extend(npy_cases());
     cases.extend(index_cases());
@@ -238,6 +239,28 @@ fn row_cases() -> Vec<CorpusCase> {
         // d = 1: every cosine is ±1, a valid (if degenerate) answer.
         ok("rows-d-1", f, st_matrix(16, 1, &random_init(16, 1, 5)), (16, 1, random_init(16, 1, 5))),
         ok("rows-two", f, st_matrix(2, 8, &random_init(2, 8, 6)), (2, 8, random_init(2, 8, 6))),
+    ]
+}
+
+/// Shapes whose naive accumulators dwarf their data (issue 9 item 2): d = 16384 with two rows
+/// (a d² Gram would be 1 GiB), an unembedding of the same width, and fewer rows than dimensions.
+/// Their results must come from memory sized by the rows present.
+fn memory_cases() -> Vec<CorpusCase> {
+    let wide = 16384;
+    let embedding = crate::demo::trained_like(2, wide, 11);
+    let unembedding = random_init(2, wide, 12);
+    let with_head = safetensors_bytes(&[
+        TensorSpec::matrix(EMBED, DType::F32, 2, wide, &embedding),
+        TensorSpec::matrix("lm_head.weight", DType::F32, 2, wide, &unembedding),
+    ]);
+    let two = random_init(2, wide, 13);
+    let (few, dim) = (48, 8192);
+    let narrow = random_init(few, dim, 14);
+    let f = "model.safetensors";
+    vec![
+        ok("mem-wide-embedding-and-lm-head", f, with_head, (2, wide, embedding)),
+        ok("mem-two-rows-of-16384", f, st_matrix(2, wide, &two), (2, wide, two)),
+        ok("mem-fewer-rows-than-dims", f, st_matrix(few, dim, &narrow), (few, dim, narrow)),
     ]
 }
 

@@ -42,7 +42,11 @@ test("every corpus input dropped in turn gets a readable message or the CLI's re
     const r = await analyseFiles(b.page, good);
     assert.equal(r.status, "done", r.text);
     assert.ok(Math.abs(r.report.epsilon - cliReport(good).epsilon) < 1e-6, "a valid file after the corpus");
-    console.log(`${manifest.length} corpus cases in ${Date.now() - started} ms`);
+    // A wasm memory only grows: the lead worker's size now is its high-water mark over the opening
+    // demo, the whole corpus and this file (issue 9: under 600 MB whatever a header claims).
+    const wasm = r.report.peak_wasm_bytes;
+    assert.ok(typeof wasm === "number" && wasm > 0 && wasm < 600e6, `peak_wasm_bytes ${wasm}`);
+    console.log(`${manifest.length} corpus cases in ${Date.now() - started} ms; lead worker's wasm memory after them all: ${wasm} bytes`);
     assertClean(b);
   } finally { await b.close(); }
 });
