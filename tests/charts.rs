@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::charts::{
-    capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, ChartError, ChartText,
+    capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, ChartError, ChartText, Counted,
     HistogramChart, HistogramSeries, Marker, Theme, FORMULA_NAMES,
 };
 use orthoscope::format::{read_model, DType};
@@ -373,6 +373,7 @@ fn an_empty_histogram_draws_axes_and_says_so() {
         series: vec![HistogramSeries { label: "one row".into(), hist: &h }],
         markers: vec![Marker::mu(f64::NAN), Marker::epsilon(f64::NAN)],
         reference: None,
+        counted: Counted::Pairs,
     };
     let (svg, text) = svg_of(&chart, &theme, 400, 260, "empty");
     assert!(text.notes.iter().any(|n| n.contains("No pairs")), "notes: {:?}", text.notes);
@@ -382,10 +383,41 @@ fn an_empty_histogram_draws_axes_and_says_so() {
     assert!(y_tick_labels(&els, frame(&els, &theme)).len() >= 3, "axes still drawn");
     assert_clean(&svg, &theme, (400.0, 260.0), 11.0, &["no pairs"]);
     // No series at all: still a chart.
-    let none = HistogramChart { title: "nothing".into(), series: vec![], markers: vec![], reference: None };
+    let none = HistogramChart {
+        title: "nothing".into(),
+        series: vec![],
+        markers: vec![],
+        reference: None,
+        counted: Counted::Pairs,
+    };
     let (svg, text) = svg_of(&none, &theme, 400, 260, "no_series");
     assert!(text.alt.contains("no pairs"), "{}", text.alt);
     assert_clean(&svg, &theme, (400.0, 260.0), 11.0, &["no pairs"]);
+}
+
+#[test]
+fn a_per_token_histogram_speaks_of_tokens_not_pairs() {
+    // Fig. 9 counts one cosine per token: its text alternative and y axis must not say "pairs".
+    let mut h = empty_histogram();
+    h.counts[200] = 700;
+    h.counts[210] = 300;
+    h.pairs_in_histogram = 1000;
+    h.rows_in_histogram = 1000;
+    let theme = Theme::light();
+    let chart = HistogramChart {
+        title: "Per-token cosine".into(),
+        series: vec![HistogramSeries { label: "embed vs lm_head".into(), hist: &h }],
+        markers: vec![],
+        reference: None,
+        counted: Counted::Tokens,
+    };
+    let (svg, text) = svg_of(&chart, &theme, 480, 300, "tokens");
+    assert!(text.alt.contains("embed vs lm_head: 1000 tokens;"), "{}", text.alt);
+    assert!(text.alt.contains("percentage of tokens in each bin"), "{}", text.alt);
+    assert!(!text.alt.contains("pair"), "{}", text.alt);
+    let els = parse(&svg);
+    assert!(texts(&els).iter().any(|t| t.text == "% of tokens per bin"), "the y axis says tokens");
+    assert!(texts(&els).iter().all(|t| !t.text.contains("pairs")), "no 'pairs' drawn");
 }
 
 #[test]
@@ -427,6 +459,7 @@ fn an_overlay_of_three_series_draws_three_step_lines_and_a_dashed_reference() {
             .map(|(i, r)| Marker { series: Some(i), ..Marker::epsilon(r.epsilon) })
             .collect(),
         reference: Some(("random init, d = 64".into(), random_init_bin_fractions(64, &reports[0].histogram.edges))),
+        counted: Counted::Pairs,
     };
     let (svg, text) = svg_of(&chart, &theme, 600, 340, "overlay");
     let els = parse(&svg);

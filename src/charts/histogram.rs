@@ -64,6 +64,34 @@ impl Marker {
     }
 }
 
+/// What one count of a histogram is: most charts count pairs of rows; the embedding–unembedding
+/// chart (paper Fig. 9) counts tokens, one cosine per token. The text alternative and the y axis
+/// say which, so a screen reader does not hear "pairs" for tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Counted {
+    #[default]
+    Pairs,
+    Tokens,
+}
+
+impl Counted {
+    /// The plural noun: "pairs", "tokens".
+    pub fn noun(self) -> &'static str {
+        match self {
+            Counted::Pairs => "pairs",
+            Counted::Tokens => "tokens",
+        }
+    }
+
+    /// What the x axis measures, for the text alternative.
+    fn quantity(self) -> &'static str {
+        match self {
+            Counted::Pairs => "pairwise cosine similarity",
+            Counted::Tokens => "the cosine similarity of each token's two rows",
+        }
+    }
+}
+
 /// Everything one histogram chart shows.
 #[derive(Clone, Debug)]
 pub struct HistogramChart<'a> {
@@ -73,6 +101,7 @@ pub struct HistogramChart<'a> {
     pub markers: Vec<Marker>,
     /// A reference curve (label, probability mass per bin of the first series), drawn dashed.
     pub reference: Option<(String, Vec<f64>)>,
+    pub counted: Counted,
 }
 
 impl<'a> HistogramChart<'a> {
@@ -90,7 +119,13 @@ impl<'a> HistogramChart<'a> {
             markers.push(Marker::interval(lo, hi));
         }
         let label = format!("{} ({} rows sampled)", report.tensor, hist.rows_in_histogram);
-        HistogramChart { title, series: vec![HistogramSeries { label, hist }], markers, reference: None }
+        HistogramChart {
+            title,
+            series: vec![HistogramSeries { label, hist }],
+            markers,
+            reference: None,
+            counted: Counted::Pairs,
+        }
     }
 
     /// Adds the random-init reference of Fig. 1/2 for dimension `d`: the cosine of two independent
@@ -173,27 +208,33 @@ pub fn histogram_text(chart: &HistogramChart) -> ChartText {
     let range = chart.range();
     let mut notes = Vec::new();
     let bins = chart.series.first().map_or(0, |s| s.hist.counts.len());
+    let noun = chart.counted.noun();
     let mut alt = format!(
-        "{}: histogram of pairwise cosine similarity (unitless) over {} in {bins} bins; the height is the percentage of pairs in each bin.",
+        "{}: histogram of {} (unitless) over {} in {bins} bins; the height is the percentage of {noun} in each bin.",
         chart.title,
+        chart.counted.quantity(),
         range_text(range)
     );
     let empty = chart.series.iter().all(|s| s.hist.pairs_in_histogram == 0);
     if empty {
-        alt.push_str(" There are no pairs to show.");
-        notes.push("No pairs to show: the histogram is empty.".to_string());
+        alt.push_str(&format!(" There are no {noun} to show."));
+        notes.push(format!("No {noun} to show: the histogram is empty."));
     }
     for s in &chart.series {
         let h = s.hist;
         if h.pairs_in_histogram == 0 {
             if chart.series.len() > 1 {
-                alt.push_str(&format!(" {}: no pairs.", s.label));
+                alt.push_str(&format!(" {}: no {noun}.", s.label));
             }
             continue;
         }
         let p = percents(h);
         let outside = h.below + h.above;
-        alt.push_str(&format!(" {}: {} pairs among {} rows", s.label, h.pairs_in_histogram, h.rows_in_histogram));
+        match chart.counted {
+            Counted::Pairs => alt
+                .push_str(&format!(" {}: {} pairs among {} rows", s.label, h.pairs_in_histogram, h.rows_in_histogram)),
+            Counted::Tokens => alt.push_str(&format!(" {}: {} tokens", s.label, h.pairs_in_histogram)),
+        }
         let peak = p.iter().enumerate().fold(None, |best: Option<(usize, f64)>, (i, &v)| match best {
             Some((_, b)) if b >= v => best,
             _ => Some((i, v)),
@@ -215,7 +256,7 @@ pub fn histogram_text(chart: &HistogramChart) -> ChartText {
             let share = 100.0 * outside as f64 / h.pairs_in_histogram as f64;
             let line = if outside == h.pairs_in_histogram {
                 format!(
-                    "All {} pairs of {} lie outside {} ({} below, {} above).",
+                    "All {} {noun} of {} lie outside {} ({} below, {} above).",
                     h.pairs_in_histogram,
                     s.label,
                     range_text(range),
@@ -224,7 +265,7 @@ pub fn histogram_text(chart: &HistogramChart) -> ChartText {
                 )
             } else {
                 format!(
-                    "{} % of the pairs of {} lie outside {} ({} below, {} above).",
+                    "{} % of the {noun} of {} lie outside {} ({} below, {} above).",
                     significant(share, 3),
                     s.label,
                     range_text(range),
@@ -353,7 +394,7 @@ pub(super) fn draw<DB: DrawingBackend>(
         &x_ticks,
         &y_ticks,
         "cosine similarity (unitless)",
-        "% of pairs per bin",
+        &format!("% of {} per bin", chart.counted.noun()),
     )?;
     for (i, (x, p)) in chart.series.iter().zip(&series).enumerate() {
         if x.hist.pairs_in_histogram == 0 {
@@ -384,9 +425,9 @@ pub(super) fn draw<DB: DrawingBackend>(
     }
     draw_frame(&pen, &f, theme)?;
     if chart.series.iter().all(|x| x.hist.pairs_in_histogram == 0) {
-        draw_centred_message(&pen, &f, theme, "no pairs")?;
+        draw_centred_message(&pen, &f, theme, &format!("no {}", chart.counted.noun()))?;
     } else if max <= 0.0 {
-        draw_centred_message(&pen, &f, theme, "all pairs lie outside this range")?;
+        draw_centred_message(&pen, &f, theme, &format!("all {} lie outside this range", chart.counted.noun()))?;
     }
     Ok(text)
 }

@@ -26,7 +26,7 @@ use plotters::coord::Shift;
 use plotters::prelude::{DrawingArea, DrawingBackend, IntoDrawingArea, SVGBackend};
 use plotters::style::RGBColor;
 
-pub use histogram::{draw_histogram, histogram_text, HistogramChart, HistogramSeries, Marker, MarkerKind};
+pub use histogram::{draw_histogram, histogram_text, Counted, HistogramChart, HistogramSeries, Marker, MarkerKind};
 pub use sensitivity::{
     capacity_vs_dim_text, capacity_vs_epsilon_text, draw_capacity_vs_dim, draw_capacity_vs_epsilon, FORMULA_NAMES,
 };

@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 use wasm_bindgen::JsCast;
 
-use crate::charts::{self, ChartText, HistogramChart, HistogramSeries, Marker, Theme};
+use crate::charts::{self, ChartText, Counted, HistogramChart, HistogramSeries, Marker, Theme};
 use crate::report::HistogramReport;
 
 /// Page-wide display facts every chart redraws on.
@@ -41,6 +41,8 @@ pub enum ChartSpec {
         markers: Vec<Marker>,
         /// The random-init reference curve (fraction of pairs per bin) for the same d.
         reference: Option<(String, Vec<f64>)>,
+        /// Pairs of rows, or tokens (Fig. 9).
+        counted: Counted,
     },
     /// log10 capacity against ε at the model's d, the four formulas (paper §2, §7).
     CapacityVsEpsilon { d: u64, epsilon: f64, ci: Option<[f64; 2]> },
@@ -56,8 +58,8 @@ pub fn render<DB: DrawingBackend>(
     scale: f64,
 ) -> Result<ChartText, charts::ChartError> {
     match spec {
-        ChartSpec::Histogram { title, series, markers, reference } => {
-            charts::draw_histogram(area, &histogram_chart(title, series, markers, reference), theme, scale)
+        ChartSpec::Histogram { title, series, markers, reference, counted } => {
+            charts::draw_histogram(area, &histogram_chart(title, series, markers, reference, *counted), theme, scale)
         }
         ChartSpec::CapacityVsEpsilon { d, epsilon, ci } => {
             charts::draw_capacity_vs_epsilon(area, *d, *epsilon, *ci, theme, scale)
@@ -69,8 +71,8 @@ pub fn render<DB: DrawingBackend>(
 /// The SVG of a spec at a given size in CSS pixels (for export).
 pub fn svg_of(spec: &ChartSpec, theme: &Theme, width: u32, height: u32) -> Result<String, charts::ChartError> {
     let svg = match spec {
-        ChartSpec::Histogram { title, series, markers, reference } => {
-            let chart = histogram_chart(title, series, markers, reference);
+        ChartSpec::Histogram { title, series, markers, reference, counted } => {
+            let chart = histogram_chart(title, series, markers, reference, *counted);
             charts::histogram_svg(&chart, theme, width, height)
         }
         ChartSpec::CapacityVsEpsilon { d, epsilon, ci } => {
@@ -86,12 +88,14 @@ fn histogram_chart<'a>(
     series: &'a [(String, HistogramReport)],
     markers: &[Marker],
     reference: &Option<(String, Vec<f64>)>,
+    counted: Counted,
 ) -> HistogramChart<'a> {
     HistogramChart {
         title: title.to_string(),
         series: series.iter().map(|(label, hist)| HistogramSeries { label: label.clone(), hist }).collect(),
         markers: markers.to_vec(),
         reference: reference.clone(),
+        counted,
     }
 }
 

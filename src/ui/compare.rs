@@ -8,6 +8,7 @@ use super::controller::State;
 use super::geometry::{missing_reason, reading};
 use super::result::{class_name, headline_capacity};
 use super::session::Entry;
+use crate::charts::Counted;
 use crate::paper;
 use crate::report::{group_digits, model_name, significant, HistogramReport};
 
@@ -37,6 +38,7 @@ fn overlay_spec(entries: &[Entry], zoom: bool) -> ChartSpec {
         series,
         markers: Vec::new(),
         reference,
+        counted: Counted::Pairs,
     }
 }
 

@@ -17,6 +17,7 @@ use web_sys::{File, MessageEvent, Window};
 use super::chart::{mu_epsilon_markers, ChartCanvas, ChartSpec};
 use super::controller::{self, State, Status};
 use super::result::{class_name, headline_capacity, permalink_href, ContractReport};
+use crate::charts::Counted;
 use crate::estimate::Class;
 use crate::report::{group_digits, model_name, significant, Report};
 
@@ -171,6 +172,7 @@ fn EmbedResult(
         series: vec![(model.clone(), hist)],
         markers: mu_epsilon_markers(r.mu, r.epsilon, r.epsilon_ci),
         reference: None,
+        counted: Counted::Pairs,
     };
     let interval = match r.epsilon_ci {
         Some([lo, hi]) => format!("95 % interval [{}, {}]", significant(lo, 4), significant(hi, 4)),

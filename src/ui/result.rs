@@ -6,6 +6,7 @@ use leptos::prelude::*;
 
 use super::chart::{download_text, mu_epsilon_markers, ChartCanvas, ChartSpec};
 use super::controller::{Provenance, State, Status};
+use crate::charts::Counted;
 use crate::estimate::{self, Class};
 use crate::paper;
 use crate::permalink;
@@ -219,12 +220,14 @@ fn ResultCard(
         series: vec![(model.clone(), r.histogram.clone())],
         markers: markers.clone(),
         reference: reference(&r.histogram),
+        counted: Counted::Pairs,
     };
     let zoom = ChartSpec::Histogram {
         title: format!("Zoom on [{}, {}]", r.histogram_zoom.lo, r.histogram_zoom.hi),
         series: vec![(model.clone(), r.histogram_zoom.clone())],
         markers,
         reference: reference(&r.histogram_zoom),
+        counted: Counted::Pairs,
     };
     let by_epsilon = ChartSpec::CapacityVsEpsilon { d: r.dim, epsilon: r.epsilon, ci: r.epsilon_ci };
     let by_dim = ChartSpec::CapacityVsDim { d: r.dim, epsilon: r.epsilon };
@@ -412,6 +415,7 @@ fn unembedding_charts(u: &crate::report::UnembeddingReport, mu: f64, epsilon: f6
                 })
                 .collect(),
             reference: None,
+            counted: Counted::Pairs,
         };
         view! { <ChartCanvas spec=spec testid="unembedding-histogram" file_stem=format!("{stem}-unembedding-pairwise") /> }
     });
@@ -431,6 +435,7 @@ fn unembedding_charts(u: &crate::report::UnembeddingReport, mu: f64, epsilon: f6
             series: vec![(format!("{} vs {}", a.embedding, a.unembedding), a.histogram.clone())],
             markers: Vec::new(),
             reference: None,
+            counted: Counted::Tokens,
         };
         (
             view! {
