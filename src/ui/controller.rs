@@ -19,7 +19,7 @@ use crate::neighbours::{Neighbours, Query};
 use crate::permalink;
 use crate::report::{significant, Report};
 use crate::worker::pool::{pool_size, Pool};
-use crate::worker::protocol::{Envelope, Request, Response, SourceSpec};
+use crate::worker::protocol::{Envelope, Request, Response, RunSettings, SourceSpec};
 
 /// Where the page stands; `data-status` on the report element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,7 +333,13 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
         let crash = if source == SourceSpec::Files { c.params.crash_after_rows.take() } else { None };
         let size = pool_size(c.params.workers);
         let pool = c.client.get_or_insert_with(|| Pool::new(size, move |envelope| on_response(state, envelope)));
-        pool.analyze(c.run, source, files, tensor, c.params.seed, c.params.rows, c.params.precision, crash);
+        let settings = RunSettings {
+            seed: c.params.seed,
+            stop_after_rows: c.params.rows,
+            precision: c.params.precision,
+            crash_after_rows: crash,
+        };
+        pool.analyze(c.run, source, files, tensor, settings);
     });
 }
 

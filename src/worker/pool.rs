@@ -17,9 +17,8 @@ use wasm_bindgen::JsValue;
 use web_sys::File;
 
 use super::client::WorkerClient;
-use super::protocol::{Envelope, Request, Response, SourceSpec};
+use super::protocol::{Envelope, Request, Response, RunSettings, SourceSpec};
 use crate::analysis::Progress;
-use crate::kernel::Precision;
 use crate::pass::{Share, MAX_WORKERS};
 
 /// How many workers a page starts: `?workers=N`, else the number of logical cores, capped.
@@ -34,10 +33,7 @@ struct Current {
     run: u64,
     source: SourceSpec,
     files: Vec<File>,
-    seed: u64,
-    stop_after_rows: Option<u64>,
-    precision: Precision,
-    crash_after_rows: Option<u64>,
+    settings: RunSettings,
     /// Workers the pass is split over (1 until the lead says otherwise).
     of: u32,
     /// Each worker's latest progress.
@@ -96,17 +92,13 @@ impl Pool {
 
     /// Starts run `run`. Models read over the network use one worker (N workers would download
     /// the rows N times), and so do the demos (generated in the worker: each would generate it).
-    #[allow(clippy::too_many_arguments)]
     pub fn analyze(
         &self,
         run: u64,
         source: SourceSpec,
         files: Vec<File>,
         tensor: Option<String>,
-        seed: u64,
-        stop_after_rows: Option<u64>,
-        precision: Precision,
-        crash_after_rows: Option<u64>,
+        settings: RunSettings,
     ) {
         let workers = match source {
             SourceSpec::Files => self.inner.borrow().size,
@@ -116,26 +108,15 @@ impl Pool {
             run,
             source: source.clone(),
             files: files.clone(),
-            seed,
-            stop_after_rows,
-            precision,
-            crash_after_rows,
+            settings,
             of: 1,
             progress: vec![None],
             over: false,
         });
         // The test crash goes to the last worker of the run: a helper when the pass is split.
-        let lead_crash = if workers == 1 { crash_after_rows } else { None };
-        let request = Request::Analyze {
-            run,
-            source,
-            tensor,
-            seed,
-            stop_after_rows,
-            precision,
-            workers,
-            crash_after_rows: lead_crash,
-        };
+        let crash_after_rows = if workers == 1 { settings.crash_after_rows } else { None };
+        let settings = RunSettings { crash_after_rows, ..settings };
+        let request = Request::Analyze { run, source, tensor, settings, workers };
         self.client(0).send(request, files);
     }
 
@@ -234,28 +215,21 @@ impl Pool {
 
     /// The lead split the pass: give workers 1..of their shares.
     fn split(&self, run: u64, tensor: String, of: u32) {
-        let Some((source, files, seed, stop_after_rows, precision, crash)) = ({
+        let Some((source, files, settings)) = ({
             let mut inner = self.inner.borrow_mut();
             inner.current.as_mut().map(|c| {
                 c.of = of;
                 c.progress.resize(of as usize, None);
-                (c.source.clone(), c.files.clone(), c.seed, c.stop_after_rows, c.precision, c.crash_after_rows)
+                (c.source.clone(), c.files.clone(), c.settings)
             })
         }) else {
             return;
         };
         for index in 1..of {
             let Some(share) = Share::new(index, of) else { continue };
-            let request = Request::Share {
-                run,
-                source: source.clone(),
-                tensor: tensor.clone(),
-                seed,
-                stop_after_rows,
-                share,
-                precision,
-                crash_after_rows: if index + 1 == of { crash } else { None },
-            };
+            let crash_after_rows = if index + 1 == of { settings.crash_after_rows } else { None };
+            let settings = RunSettings { crash_after_rows, ..settings };
+            let request = Request::Share { run, source: source.clone(), tensor: tensor.clone(), share, settings };
             self.client(index as usize).send(request, files.clone());
         }
     }

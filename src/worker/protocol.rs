@@ -8,7 +8,7 @@ use crate::geometry::Geometry;
 use crate::kernel::Precision;
 use crate::neighbours::{Neighbours, Query};
 
-use crate::analysis::Progress;
+use crate::analysis::{AnalysisConfig, Progress};
 use crate::job::Opened;
 use crate::pass::Share;
 use crate::report::Report;
@@ -29,6 +29,29 @@ pub enum SourceSpec {
     Hf { id: String, endpoint: Option<String> },
 }
 
+/// How a run reads its rows, the same for the lead and every helper of a split pass (so their
+/// partials merge).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub seed: u64,
+    /// Stop after this many rows with an estimate (None: exact).
+    pub stop_after_rows: Option<u64>,
+    /// `?precision=f64` forces the f64 Gram kernel (default f32, see `kernel::Precision`).
+    #[serde(default)]
+    pub precision: Precision,
+    /// Test hook (`?crash_after_rows=N`): panic once this many rows were seen.
+    #[serde(default)]
+    pub crash_after_rows: Option<u64>,
+}
+
+impl RunSettings {
+    /// The analysis these settings ask for.
+    pub fn config(&self) -> AnalysisConfig {
+        let RunSettings { seed, stop_after_rows, precision, .. } = *self;
+        AnalysisConfig { seed, stop_after_rows, precision, ..AnalysisConfig::default() }
+    }
+}
+
 /// Page → worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Request {
@@ -38,19 +61,12 @@ pub enum Request {
         run: u64,
         source: SourceSpec,
         tensor: Option<String>,
-        seed: u64,
-        /// Stop after this many rows with an estimate (None: exact).
-        stop_after_rows: Option<u64>,
-        /// `?precision=f64` forces the f64 Gram kernel (default f32, see `kernel::Precision`).
-        #[serde(default)]
-        precision: Precision,
+        #[serde(flatten)]
+        settings: RunSettings,
         /// Workers the page can give this run (`pass`): the lead answers with
         /// [`Response::Split`] when it splits the pass. 1 (the default) keeps it whole.
         #[serde(default = "one")]
         workers: u32,
-        /// Test hook (`?crash_after_rows=N`): panic once this many rows were seen.
-        #[serde(default)]
-        crash_after_rows: Option<u64>,
     },
     /// Measure this worker's kernels (`scripts/bench.sh`): answered with [`Response::Benchmark`].
     Benchmark {
@@ -66,14 +82,11 @@ pub enum Request {
         run: u64,
         source: SourceSpec,
         tensor: String,
-        seed: u64,
-        stop_after_rows: Option<u64>,
         share: Share,
-        /// The lead's `?precision=` (the helpers' kernels must agree with the lead's).
-        #[serde(default)]
-        precision: Precision,
-        #[serde(default)]
-        crash_after_rows: Option<u64>,
+        /// The lead's settings: the helpers' seed, stopping point and kernel must agree with the
+        /// lead's for the partials to merge.
+        #[serde(flatten)]
+        settings: RunSettings,
     },
     /// To the lead: a helper's partial of run `run`, as the `bytes` next to this message.
     Absorb { run: u64 },

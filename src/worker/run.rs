@@ -12,8 +12,8 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageChannel, MessageEve
 
 use super::blob_source::BlobSource;
 use super::http_source::{HttpSource, Traffic};
-use super::protocol::{Envelope, Request, Response, SourceSpec};
-use crate::analysis::{AnalysisConfig, Phase};
+use super::protocol::{Envelope, Request, Response, RunSettings, SourceSpec};
+use crate::analysis::Phase;
 use crate::centred::CentredPass;
 use crate::demo;
 use crate::format::set::MAX_JSON_BYTES;
@@ -55,20 +55,13 @@ fn matrix_of(run: u64) -> Result<Matrix, String> {
 async fn run_centred(run: u64) -> Result<(), String> {
     let matrix = matrix_of(run)?;
     let mut pass = CentredPass::new(&matrix).map_err(|e| e.to_string())?;
-    let (mut last_post, mut last_task) = (now_ms(), now_ms());
+    let mut pacer = Pacer::new(run);
     while !pass.step().map_err(|e| e.to_string())? {
-        let now = now_ms();
-        if now - last_post > PROGRESS_MS {
+        if pacer.progress_due() {
             post(run, Response::CentredProgress { fraction: pass.fraction() });
-            last_post = now;
         }
-        if now - last_task > TASK_YIELD_MS {
-            yield_task().await;
-            last_task = now_ms();
-        } else {
-            yield_microtask().await;
-        }
-        if GENERATION.with(|g| g.get()) != run {
+        pacer.pause().await;
+        if pacer.superseded() {
             return Ok(());
         }
     }
@@ -136,21 +129,12 @@ pub fn start() {
             Some(Request::Benchmark { peak_iterations, dim, rows }) => {
                 wasm_bindgen_futures::spawn_local(async move { post(0, benchmark(peak_iterations, dim, rows).await) })
             }
-            Some(Request::Analyze {
-                run: generation,
-                source,
-                tensor,
-                seed,
-                stop_after_rows,
-                precision,
-                workers,
-                crash_after_rows,
-            }) => {
+            Some(Request::Analyze { run: generation, source, tensor, settings, workers }) => {
                 let files = attached_files(&data);
                 GENERATION.with(|g| g.set(generation));
                 STOP_EARLY.with(|s| s.set(false));
                 PARTIALS.with(|p| p.borrow_mut().clear());
-                let request = Run { generation, source, files, seed, stop_after_rows, precision, crash_after_rows };
+                let request = Run { generation, source, files, settings };
                 wasm_bindgen_futures::spawn_local(async move {
                     if let Err(message) = analyze(request, tensor, workers).await {
                         post(generation, Response::Failed { message });
@@ -174,20 +158,11 @@ pub fn start() {
                     }
                 });
             }
-            Some(Request::Share {
-                run: generation,
-                source,
-                tensor,
-                seed,
-                stop_after_rows,
-                share,
-                precision,
-                crash_after_rows,
-            }) => {
+            Some(Request::Share { run: generation, source, tensor, share, settings }) => {
                 let files = attached_files(&data);
                 GENERATION.with(|g| g.set(generation));
                 STOP_EARLY.with(|s| s.set(false));
-                let request = Run { generation, source, files, seed, stop_after_rows, precision, crash_after_rows };
+                let request = Run { generation, source, files, settings };
                 wasm_bindgen_futures::spawn_local(async move {
                     if let Err(message) = run_share(request, tensor, share).await {
                         post(generation, Response::Failed { message });
@@ -225,10 +200,52 @@ struct Run {
     generation: u64,
     source: SourceSpec,
     files: Vec<File>,
-    seed: u64,
-    stop_after_rows: Option<u64>,
-    precision: Precision,
-    crash_after_rows: Option<u64>,
+    settings: RunSettings,
+}
+
+/// The rhythm of a worker's loop over steps: a progress post every [`PROGRESS_MS`], a task
+/// boundary every [`TASK_YIELD_MS`] (so Cancel, StopEarly and new requests get in), a microtask in
+/// between, and the end of the loop when a newer run or a Cancel replaced run `generation`.
+struct Pacer {
+    generation: u64,
+    last_post: f64,
+    last_task: f64,
+}
+
+impl Pacer {
+    fn new(generation: u64) -> Self {
+        let now = now_ms();
+        Pacer { generation, last_post: now, last_task: now }
+    }
+
+    /// Whether a progress post is due (counted as posted).
+    fn progress_due(&mut self) -> bool {
+        let now = now_ms();
+        let due = now - self.last_post > PROGRESS_MS;
+        if due {
+            self.last_post = now;
+        }
+        due
+    }
+
+    /// Lets the event loop in; true when it was a task boundary (messages were delivered).
+    async fn pause(&mut self) -> bool {
+        if now_ms() - self.last_task > TASK_YIELD_MS {
+            yield_task().await;
+            self.last_task = now_ms();
+            true
+        } else {
+            // Each step must be a fresh call from JavaScript: V8 never swaps optimised code into a
+            // wasm call already running (`shared/toolchain.md`, "V8 tier-up trap").
+            yield_microtask().await;
+            false
+        }
+    }
+
+    /// A newer run or a Cancel replaced this one: its loop ends and posts nothing more.
+    fn superseded(&self) -> bool {
+        GENERATION.with(|g| g.get()) != self.generation
+    }
 }
 
 /// The test hook behind `?crash_after_rows=N`: a real panic, as a bug or an allocation failure
@@ -259,34 +276,25 @@ fn absorb_received(generation: u64, job: &mut Job) -> Result<u32, String> {
 
 /// A helper worker: its share of the lead's pass, then the partial for the lead.
 async fn run_share(request: Run, tensor: String, share: Share) -> Result<(), String> {
-    let Run { generation, source, files, seed, stop_after_rows, precision, crash_after_rows } = request;
+    let Run { generation, source, files, settings } = request;
     let opened = open_sources(&source, files).await?;
-    if GENERATION.with(|g| g.get()) != generation {
+    let mut pacer = Pacer::new(generation);
+    if pacer.superseded() {
         return Ok(());
     }
-    let config = AnalysisConfig { seed, stop_after_rows, precision, ..AnalysisConfig::default() };
-    let mut analysis = Job::open_share(opened.sources, &tensor, config, share).map_err(|e| e.to_string())?;
-    let mut last_post = now_ms();
-    let mut last_task = last_post;
+    let mut analysis = Job::open_share(opened.sources, &tensor, settings.config(), share).map_err(|e| e.to_string())?;
     while analysis.phase() != Phase::Done {
         analysis.step().map_err(|e| e.to_string())?;
         if STOP_EARLY.with(|s| s.get()) {
             break;
         }
-        let now = now_ms();
-        if now - last_post > PROGRESS_MS {
+        if pacer.progress_due() {
             let progress = analysis.progress();
-            crash_if_asked(crash_after_rows, progress.rows_seen);
+            crash_if_asked(settings.crash_after_rows, progress.rows_seen);
             post(generation, Response::Progress(progress));
-            last_post = now;
         }
-        if now - last_task > TASK_YIELD_MS {
-            yield_task().await;
-            last_task = now_ms();
-        } else {
-            yield_microtask().await;
-        }
-        if GENERATION.with(|g| g.get()) != generation {
+        pacer.pause().await;
+        if pacer.superseded() {
             return Ok(());
         }
     }
@@ -390,16 +398,17 @@ async fn open_remote(first: HttpSource, traffic: &Rc<Traffic>) -> Result<Vec<Rc<
 }
 
 async fn analyze(request: Run, tensor: Option<String>, workers: u32) -> Result<(), String> {
-    let Run { generation, source, files, seed, stop_after_rows, precision, crash_after_rows } = request;
+    let Run { generation, source, files, settings } = request;
     let started = now_ms();
     let opened = open_sources(&source, files).await?;
     // A Cancel or a newer run may have come in while the server was probed.
-    if GENERATION.with(|g| g.get()) != generation {
+    let mut pacer = Pacer::new(generation);
+    if pacer.superseded() {
         return Ok(());
     }
     let traffic = opened.url.as_ref().map(|(_, t)| t.clone());
     let bytes_fetched = || traffic.as_ref().map(|t| t.bytes.get());
-    let config = AnalysisConfig { seed, stop_after_rows, precision, ..AnalysisConfig::default() };
+    let config = settings.config();
     // Over the network every byte is a download: read the embedding and nothing more.
     let options = JobOptions { tensor_bytes_only: opened.url.is_some() };
     let (mut job, found) =
@@ -419,8 +428,6 @@ async fn analyze(request: Run, tensor: Option<String>, workers: u32) -> Result<(
         progress.bytes_fetched = bytes_fetched();
         post(generation, Response::Progress(progress));
     }
-    let mut last_post = now_ms();
-    let mut last_task = last_post;
     loop {
         if job.step().map_err(|e| e.to_string())? {
             break;
@@ -429,26 +436,17 @@ async fn analyze(request: Run, tensor: Option<String>, workers: u32) -> Result<(
             job.stop();
             break;
         }
-        let now = now_ms();
-        if now - last_post > PROGRESS_MS {
+        if pacer.progress_due() {
             let mut progress = job.progress();
-            crash_if_asked(crash_after_rows, progress.rows_seen);
+            crash_if_asked(settings.crash_after_rows, progress.rows_seen);
             progress.bytes_fetched = bytes_fetched();
             post(generation, Response::Progress(progress));
-            last_post = now;
         }
-        if now - last_task > TASK_YIELD_MS {
-            // A task boundary: lets a Cancel, a StopEarly or a new request in.
-            yield_task().await;
-            last_task = now_ms();
+        if pacer.pause().await {
             // A helper that finished first: its rows join the running estimate now.
             absorbed += absorb_received(generation, &mut job)?;
-        } else {
-            // Each step must be a fresh call from JavaScript: V8 never swaps optimised code into a
-            // wasm call already running (`shared/toolchain.md`, "V8 tier-up trap").
-            yield_microtask().await;
         }
-        if GENERATION.with(|g| g.get()) != generation {
+        if pacer.superseded() {
             return Ok(());
         }
     }
@@ -456,7 +454,7 @@ async fn analyze(request: Run, tensor: Option<String>, workers: u32) -> Result<(
     absorbed += absorb_received(generation, &mut job)?;
     while absorbed + 1 < of {
         sleep_ms(WAIT_PARTIALS_MS).await;
-        if GENERATION.with(|g| g.get()) != generation {
+        if pacer.superseded() {
             return Ok(());
         }
         absorbed += absorb_received(generation, &mut job)?;
@@ -483,7 +481,7 @@ async fn analyze(request: Run, tensor: Option<String>, workers: u32) -> Result<(
     }
     post(generation, Response::Done(Box::new(report)));
     yield_task().await;
-    if GENERATION.with(|g| g.get()) == generation {
+    if !pacer.superseded() {
         match job.geometry(GeometryTiming::AfterTheResult) {
             Ok(Some(geometry)) => post(generation, Response::Geometry(geometry)),
             Ok(None) => {}
