@@ -3,31 +3,17 @@
 // time to the first running ε on screen and to the exact result. Prints one JSON line per run; the
 // first run also asks a worker of each build for its peak f32x4 rate and its Gram kernel's rate.
 //   node scripts/bench/browser.mjs DIST FILE N1 [N2 ...]
-import { serve, launch, finalReport, currentRun } from "../../tests/e2e/harness.mjs";
+import { serve, launch, finalReport, currentRun, workerBenchmark } from "../../tests/e2e/harness.mjs";
 
 const [dist, file, ...counts] = process.argv.slice(2);
 
 /** Each worker build's Benchmark answer (the register-only peak loop and the Gram kernels), from a
  *  worker of our own in the page: {plain: {...}, relaxed: {...}}. */
 async function benchmark(page) {
-  const out = {};
-  for (const [name, meta] of [["plain", "orthoscope-worker"], ["relaxed", "orthoscope-worker-relaxed"]]) {
-    out[name] = await page.evaluate(async (meta) => {
-      const worker = new Worker(document.querySelector(`meta[name="${meta}"]`).content);
-      try {
-        return await new Promise((resolve, reject) => {
-          worker.onerror = (e) => reject(new Error(e.message));
-          worker.onmessage = (e) => {
-            const { response } = JSON.parse(e.data);
-            if (response === "Ready") {
-              worker.postMessage({ json: JSON.stringify({ Benchmark: { peak_iterations: 200000000, dim: 4096, rows: 512 } }) });
-            } else if (response.Benchmark) resolve(response.Benchmark);
-          };
-        });
-      } finally { worker.terminate(); }
-    }, meta);
-  }
-  return out;
+  return {
+    plain: await workerBenchmark(page, "orthoscope-worker", 200_000_000),
+    relaxed: await workerBenchmark(page, "orthoscope-worker-relaxed", 200_000_000),
+  };
 }
 const server = await serve(dist);
 try {

@@ -203,3 +203,24 @@ export function writeNpy(path, rows, dim, seed = 1) {
   writeFileSync(path, Buffer.concat([pre, Buffer.from(header, "latin1"), Buffer.from(data.buffer)]));
   return path;
 }
+
+/** The Benchmark answer (peak f32x4 loop, Gram kernels) of a fresh worker of one build, started in
+ *  the page from its `<meta>` address ("orthoscope-worker" or "orthoscope-worker-relaxed"); used by
+ *  the kernel test and scripts/bench.sh. */
+export async function workerBenchmark(page, meta, peakIterations) {
+  return page.evaluate(async ([meta, peakIterations]) => {
+    const worker = new Worker(document.querySelector(`meta[name="${meta}"]`).content);
+    try {
+      return await new Promise((resolve, reject) => {
+        worker.onerror = (e) => reject(new Error(e.message));
+        worker.onmessage = (e) => {
+          const { response } = JSON.parse(e.data);
+          if (response === "Ready") {
+            const request = { Benchmark: { peak_iterations: peakIterations, dim: 4096, rows: 512 } };
+            worker.postMessage({ json: JSON.stringify(request) });
+          } else if (response.Benchmark) resolve(response.Benchmark);
+        };
+      });
+    } finally { worker.terminate(); }
+  }, [meta, peakIterations]);
+}

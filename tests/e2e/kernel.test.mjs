@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { assertClean, serve, openApp, analyseFiles, fixture, cliReport, ROOT } from "./harness.mjs";
+import { assertClean, serve, openApp, analyseFiles, fixture, cliReport, workerBenchmark, ROOT } from "./harness.mjs";
 
 let server;
 before(async () => { server = await serve(join(ROOT, "dist")); });
@@ -43,21 +43,7 @@ test("each worker build answers a Benchmark request (how scripts/bench.sh reads 
   const b = await openApp(server, "?kernel=simd128");
   try {
     for (const meta of ["orthoscope-worker", "orthoscope-worker-relaxed"]) {
-      const result = await b.page.evaluate(async (meta) => {
-        const url = document.querySelector(`meta[name="${meta}"]`).content;
-        const worker = new Worker(url);
-        try {
-          return await new Promise((resolve, reject) => {
-            worker.onerror = (e) => reject(new Error(e.message));
-            worker.onmessage = (e) => {
-              const { response } = JSON.parse(e.data);
-              if (response === "Ready") {
-                worker.postMessage({ json: JSON.stringify({ Benchmark: { peak_iterations: 100000000, dim: 4096, rows: 512 } }) });
-              } else if (response.Benchmark) resolve(response.Benchmark);
-            };
-          });
-        } finally { worker.terminate(); }
-      }, meta);
+      const result = await workerBenchmark(b.page, meta, 100_000_000);
       console.log(`${meta}: ${JSON.stringify(result)}`);
       const relaxed = meta.endsWith("relaxed");
       assert.equal(result.kernel, relaxed ? "relaxed-simd" : "simd128");
