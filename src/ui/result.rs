@@ -290,7 +290,7 @@ fn ResultCard(
                     {capacity_view}
                 </div>
             </div>
-            <p class="reference" data-testid="neighbours">
+            <p class="reference" data-testid="paper-neighbours">
                 {format!("Reference: {}.", paper::neighbours_sentence(r.epsilon))}
             </p>
             <p class="note">{estimate_note}</p>
