@@ -3,7 +3,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { assertClean, serve, launch, finalReport, openApp, analyseFiles, writeSafetensors, cli, cliReport, OUT, ROOT } from "./harness.mjs";
 
 let server;
@@ -51,6 +51,40 @@ test("the compare view reads each result's geometry side by side; a result from 
     await c.page.locator('[data-testid="compare-geometry"]').screenshot({ path: join(OUT, "explain-compare-geometry.png") });
     assertClean(c);
   } finally { await c.close(); }
+});
+
+test("a tokenizer.json dropped with the weights names the rows: the top pairs and a token's neighbours by its string, as the CLI finds them", async () => {
+  // A Hugging Face folder as users drop it: weights and tokenizer.json (BPE vocabulary, one added token).
+  const dir = join(OUT, "explain-tokenizer");
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const rows = 400;
+  const weights = writeSafetensors(join(dir, "model.safetensors"), [{ name: "model.embed_tokens.weight", rows, dim: 32, shift: 0.15 }], 33);
+  const vocab = Object.fromEntries(Array.from({ length: rows - 1 }, (_, i) => [`Ġw${i + 1}`, i + 1]));
+  const tokenizer = join(dir, "tokenizer.json");
+  writeFileSync(tokenizer, JSON.stringify({ added_tokens: [{ id: 0, content: "<|begin|>" }], model: { type: "BPE", vocab } }));
+  const b = await openApp(server);
+  try {
+    const r = await analyseFiles(b.page, [weights, tokenizer]);
+    assert.equal(r.status, "done", r.text);
+    const name = (row) => (row === 0 ? "<|begin|>" : `Ġw${row}`);
+    const pairs = r.report.top_pairs;
+    assert.ok(pairs.length > 0);
+    for (const p of pairs) assert.deepEqual([p.a_token, p.b_token], [name(p.a), name(p.b)], "token strings from tokenizer.json");
+    const table = await b.page.textContent('[data-testid="top-pairs"]');
+    assert.ok(table.includes(`“${name(pairs[0].a)}” (#${pairs[0].a})`), table.slice(0, 300));
+    // By its string, the added token included: the CLI's neighbours over the same two files.
+    for (const token of ["Ġw17", "<|begin|>"]) {
+      await b.page.fill('[data-testid="explore-query"]', token);
+      await b.page.click('[data-testid="explore-find"]');
+      const want = JSON.parse(cli("neighbours", weights, tokenizer, "--token", token, "--k", "10", "--json"));
+      await b.page.waitForFunction((row) => (document.querySelector('[data-testid="neighbours"] caption')?.textContent || "").includes(`(#${row})`), want.row);
+      const shown = await b.page.$$eval('[data-testid="neighbours"] tbody tr', (rs) => rs.map((r) => r.children[1].textContent));
+      assert.deepEqual(shown, want.neighbours.map((n) => `“${n.token}” (#${n.row})`), token);
+    }
+    assert.equal(await b.page.textContent('[data-testid="explore-error"]'), "");
+    assertClean(b);
+  } finally { await b.close(); }
 });
 
 test("the tail explorer lists the GGUF vocabulary's tokens, finds a token's neighbours as the CLI does, and the centred pass and unembedding views agree with the CLI", async () => {
