@@ -330,15 +330,11 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
         state.run.set(c.run);
         c.current = Some((source.clone(), files.clone()));
         // The test crash (`?crash_after_rows=`) applies to the first analysis of files only.
-        let crash = if source == SourceSpec::Files { c.params.crash_after_rows.take() } else { None };
+        let crash = if source == SourceSpec::Files { c.params.crash.take() } else { None };
         let size = pool_size(c.params.workers);
         let pool = c.client.get_or_insert_with(|| Pool::new(size, move |envelope| on_response(state, envelope)));
-        let settings = RunSettings {
-            seed: c.params.seed,
-            stop_after_rows: c.params.rows,
-            precision: c.params.precision,
-            crash_after_rows: crash,
-        };
+        let settings =
+            RunSettings { seed: c.params.seed, stop_after_rows: c.params.rows, precision: c.params.precision, crash };
         pool.analyze(c.run, source, files, tensor, settings);
     });
 }

@@ -2,15 +2,15 @@
 //! `?embed=1`, `?rows=N` (stop after N rows with an estimate), and `?url=URL` / `?hf=org/name[@rev]`
 //! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads. `?precision=f64`
 //! forces the f64 Gram kernel; `?kernel=simd128` (read by `worker::client::worker_url`) forces the
-//! plain SIMD worker build; `?workers=N` sets the worker pool's size; `?crash_after_rows=N` is a
-//! test hook.
+//! plain SIMD worker build; `?workers=N` sets the worker pool's size; `?crash_after_rows=N` (with
+//! `?crash=oom` for an out-of-memory instead of a panic) is a test hook.
 
 use web_sys::UrlSearchParams;
 
 use crate::demo::DEFAULT_DEMO;
 use crate::kernel::Precision;
 use crate::plan::DEFAULT_SEED;
-use crate::worker::protocol::SourceSpec;
+use crate::worker::protocol::{CrashKind, SourceSpec, TestCrash};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
@@ -33,9 +33,10 @@ pub struct Params {
     pub centred: bool,
     /// `?workers=N`: the size of the worker pool (default: the logical cores, at most 16).
     pub workers: Option<u32>,
-    /// `?crash_after_rows=N`, a test hook: a worker of the first analysis panics after N rows, to
-    /// show the page recovers (`worker::pool`). Harmless: it only ends that run with a message.
-    pub crash_after_rows: Option<u64>,
+    /// `?crash_after_rows=N` (`&crash=oom`), a test hook: a worker of the first analysis panics
+    /// (or runs out of memory) after N rows, to show the page recovers (`worker::pool`). Harmless:
+    /// it only ends that run with a message.
+    pub crash: Option<TestCrash>,
 }
 
 impl Params {
@@ -61,7 +62,14 @@ impl Params {
             },
             centred: flag("centred"),
             workers: get("workers").and_then(|s| s.trim().parse().ok()).filter(|&n| n >= 1),
-            crash_after_rows: get("crash_after_rows").and_then(|s| s.trim().parse().ok()),
+            crash: get("crash_after_rows").and_then(|s| s.trim().parse().ok()).map(|after_rows| TestCrash {
+                after_rows,
+                kind: if get("crash").is_some_and(|k| k.trim() == "oom") {
+                    CrashKind::OutOfMemory
+                } else {
+                    CrashKind::Panic
+                },
+            }),
         }
     }
 

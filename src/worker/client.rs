@@ -168,7 +168,13 @@ impl WorkerClient {
             handler(
                 Envelope {
                     run: 0,
-                    response: Response::Crashed { message: format!("the analysis worker failed: {detail}") },
+                    // A Rust panic tells the page itself (`Crashed` from the panic hook); an error
+                    // event without one is a trap such as Rust's abort on a failed allocation.
+                    response: Response::Crashed {
+                        message: format!(
+                            "the analysis worker stopped ({detail}), most likely out of memory; its workers were restarted: try again, or close other tabs to free memory"
+                        ),
+                    },
                 },
                 None,
             );

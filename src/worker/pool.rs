@@ -114,8 +114,8 @@ impl Pool {
             over: false,
         });
         // The test crash goes to the last worker of the run: a helper when the pass is split.
-        let crash_after_rows = if workers == 1 { settings.crash_after_rows } else { None };
-        let settings = RunSettings { crash_after_rows, ..settings };
+        let crash = if workers == 1 { settings.crash } else { None };
+        let settings = RunSettings { crash, ..settings };
         let request = Request::Analyze { run, source, tensor, settings, workers };
         self.client(0).send(request, files);
     }
@@ -227,8 +227,8 @@ impl Pool {
         };
         for index in 1..of {
             let Some(share) = Share::new(index, of) else { continue };
-            let crash_after_rows = if index + 1 == of { settings.crash_after_rows } else { None };
-            let settings = RunSettings { crash_after_rows, ..settings };
+            let crash = if index + 1 == of { settings.crash } else { None };
+            let settings = RunSettings { crash, ..settings };
             let request = Request::Share { run, source: source.clone(), tensor: tensor.clone(), share, settings };
             self.client(index as usize).send(request, files.clone());
         }

@@ -39,9 +39,26 @@ pub struct RunSettings {
     /// `?precision=f64` forces the f64 Gram kernel (default f32, see `kernel::Precision`).
     #[serde(default)]
     pub precision: Precision,
-    /// Test hook (`?crash_after_rows=N`): panic once this many rows were seen.
+    /// Test hook (`?crash_after_rows=N`, `?crash=oom`): fail this way once this many rows were seen.
     #[serde(default)]
-    pub crash_after_rows: Option<u64>,
+    pub crash: Option<TestCrash>,
+}
+
+/// A deliberate failure inside a worker, to show the page recovers (issue 9 item 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestCrash {
+    pub after_rows: u64,
+    pub kind: CrashKind,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CrashKind {
+    /// A Rust panic (the panic hook still runs and tells the page).
+    #[default]
+    Panic,
+    /// Memory exhausted: allocations until the wasm memory cannot grow, then Rust's allocation
+    /// failure path, which aborts without a panic hook (a bare trap).
+    OutOfMemory,
 }
 
 impl RunSettings {

@@ -12,7 +12,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageChannel, MessageEve
 
 use super::blob_source::BlobSource;
 use super::http_source::{HttpSource, Traffic};
-use super::protocol::{Envelope, Request, Response, RunSettings, SourceSpec};
+use super::protocol::{CrashKind, Envelope, Request, Response, RunSettings, SourceSpec, TestCrash};
 use crate::analysis::Phase;
 use crate::centred::CentredPass;
 use crate::demo;
@@ -248,12 +248,24 @@ impl Pacer {
     }
 }
 
-/// The test hook behind `?crash_after_rows=N`: a real panic, as a bug or an allocation failure
-/// would cause, to show the page recovers.
-fn crash_if_asked(crash_after_rows: Option<u64>, rows_seen: u64) {
-    if let Some(n) = crash_after_rows {
-        if rows_seen >= n {
-            panic!("test crash after {rows_seen} rows (?crash_after_rows={n})");
+/// The test hook behind `?crash_after_rows=N` (and `?crash=oom`): a real panic, as a bug would
+/// cause, or a real exhaustion of the wasm memory, to show the page recovers.
+fn crash_if_asked(crash: Option<TestCrash>, rows_seen: u64) {
+    let Some(TestCrash { after_rows, kind }) = crash else { return };
+    if rows_seen < after_rows {
+        return;
+    }
+    match kind {
+        CrashKind::Panic => panic!("test crash after {rows_seen} rows (?crash_after_rows={after_rows})"),
+        CrashKind::OutOfMemory => {
+            web_sys::console::log_1(&format!("test out of memory after {rows_seen} rows (?crash=oom)").into());
+            // 1 GiB at a time: the 4 GiB address space ends this within four allocations, and
+            // untouched pages cost the machine nothing. The failed one aborts (a trap, no panic).
+            let mut held: Vec<Vec<u8>> = Vec::new();
+            loop {
+                held.push(Vec::with_capacity(1 << 30));
+                std::hint::black_box(&held);
+            }
         }
     }
 }
@@ -290,7 +302,7 @@ async fn run_share(request: Run, tensor: String, share: Share) -> Result<(), Str
         }
         if pacer.progress_due() {
             let progress = analysis.progress();
-            crash_if_asked(settings.crash_after_rows, progress.rows_seen);
+            crash_if_asked(settings.crash, progress.rows_seen);
             post(generation, Response::Progress(progress));
         }
         pacer.pause().await;
@@ -438,7 +450,7 @@ async fn analyze(request: Run, tensor: Option<String>, workers: u32) -> Result<(
         }
         if pacer.progress_due() {
             let mut progress = job.progress();
-            crash_if_asked(settings.crash_after_rows, progress.rows_seen);
+            crash_if_asked(settings.crash, progress.rows_seen);
             progress.bytes_fetched = bytes_fetched();
             post(generation, Response::Progress(progress));
         }

@@ -87,3 +87,30 @@ test("a worker that crashes mid-run fails the run with a message within 2 s; the
     assertClean(b);
   } finally { await b.close(); }
 });
+
+test("a worker that runs out of memory mid-run (no panic hook, a bare trap) fails the run with a message within 2 s; the rebuilt pool works", async () => {
+  // ?crash=oom: the last worker allocates until its wasm memory cannot grow; Rust's allocation
+  // failure aborts with an `unreachable` trap, which only the Worker's error event reports.
+  const b = await openApp(server, "?workers=2&crash_after_rows=2000&crash=oom");
+  let startedAt = null;
+  b.page.on("worker", (w) => w.on("console", (m) => { if (startedAt === null && /test out of memory/.test(m.text())) startedAt = Date.now(); }));
+  try {
+    await b.page.setInputFiles('[data-testid="file-input"]', BIG());
+    await b.page.waitForSelector('[data-testid="report"][data-status="error"]', { timeout: 60_000 });
+    const shownAt = Date.now();
+    const alert = await b.page.textContent('[role="alert"]');
+    assert.match(alert, /analysis worker stopped .*out of memory/, alert);
+    assert.ok(startedAt !== null, "the worker started exhausting its memory");
+    assert.ok(shownAt - startedAt < 2000, `the message came ${shownAt - startedAt} ms after the allocations began`);
+    console.log(`out of memory → message in ${shownAt - startedAt} ms: ${alert.trim()}`);
+    const unexpected = b.errors.filter((e) => !/unreachable|RuntimeError|analysis worker|memory/i.test(e));
+    assert.deepEqual(unexpected, []);
+    b.errors.length = 0;
+    const r = await analyseFiles(b.page, SMALL());
+    assert.equal(r.status, "done", r.text);
+    assert.equal(r.report.workers, 2);
+    assert.equal(r.report.exact, true);
+    assertClean(b);
+  } finally { await b.close(); }
+});
+
