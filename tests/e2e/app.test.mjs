@@ -162,6 +162,41 @@ test("Cancel stops a long run at once and the page stays usable", async () => {
   } finally { await b.close(); }
 });
 
+test("Cancel in every phase (before the first estimate, during the exact pass) and a new file during the eigen step after the result: the next file is exact each time", async () => {
+  const big = fixture("random-32000x2048-bf16.safetensors", "--kind", "random-init", "--rows", "32000", "--dim", "2048");
+  const wide = fixture("random-3000x4096-bf16.safetensors", "--kind", "random-init", "--rows", "3000", "--dim", "4096");
+  const small = fixture("small-2000x64-f32.safetensors", "--rows", "2000", "--dim", "64", "--dtype", "F32");
+  const want = cliReport(small);
+  const b = await openApp(server);
+  const nextIsExact = async (what) => {
+    const r = await analyseFiles(b.page, small, 60_000);
+    assert.equal(r.status, "done", `${what}: ${r.text}`);
+    assert.equal(r.report.exact, true, what);
+    assert.ok(Math.abs(r.report.epsilon - want.epsilon) < 1e-6, `${what}: ε ${r.report.epsilon} vs CLI ${want.epsilon}`);
+  };
+  try {
+    // Before the first estimate (the header, the histogram's sample and its pairs), then during
+    // the exact pass (a running ε on screen).
+    for (const [phase, shown] of [["before the first estimate", "reading the sample for the histogram"], ["during the exact pass", "running ε"]]) {
+      await b.page.setInputFiles('[data-testid="file-input"]', big);
+      await b.page.waitForSelector(`[data-testid="progress"]:visible [data-testid="running-epsilon"]:has-text("${shown}")`, { timeout: 60_000 });
+      await b.page.click('[data-testid="cancel"]');
+      await b.page.waitForSelector('[data-testid="report"][data-status="cancelled"]', { timeout: 5_000 });
+      await nextIsExact(`after a cancel ${phase}`);
+    }
+    // d = 4096: the result shows first, then the eigen step runs (one long wasm call that cannot
+    // hear a Cancel). A new file then replaces the busy worker and is analysed at once.
+    const r = await analyseFiles(b.page, wide);
+    assert.equal(r.status, "done", r.text);
+    await b.page.waitForSelector('[data-testid="geometry-pending"]', { timeout: 5_000 });
+    const t0 = Date.now();
+    await nextIsExact("a new file during the eigen step");
+    console.log(`a new file during the eigen step at d = 4096: its exact result in ${Date.now() - t0} ms`);
+    assert.equal(await b.page.locator('[data-testid="geometry-pending"]').count(), 0, "the old eigen step no longer shows as pending");
+    assertClean(b);
+  } finally { await b.close(); }
+});
+
 test("Stop here keeps the running estimate, with its interval, as the result", async () => {
   const big = fixture("random-32000x2048-bf16.safetensors", "--kind", "random-init", "--rows", "32000", "--dim", "2048");
   const b = await openApp(server);
