@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::neighbours::{Matrix, NeighboursError};
-use crate::report::HistogramReport;
-use crate::stats::{Histogram, HISTOGRAM_BINS};
+use crate::stats::{Histogram, HistogramReport, HISTOGRAM_BINS};
 
 /// Said wherever these numbers are shown.
 pub const ALIGNMENT_NOTE: &str = "Cosine between each token's input-embedding row and its unembedding row, over every token: not the paper's ε, which is over pairs of input rows.";

@@ -7,42 +7,15 @@ use crate::alignment::TokenAlignment;
 use crate::centred::Centred;
 use crate::estimate::{self, Capacities, Class, Z_95};
 use crate::geometry::Geometry;
-use crate::stats::{Histogram, Moments, PairSample, RowCounts, TopPair};
+// Where the views and the Report JSON find it; it lives with the histogram it reports.
+pub use crate::stats::HistogramReport;
+use crate::stats::{Moments, PairSample, RowCounts, TopPair};
 
 /// Version of the JSON layout below.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The paper's caveat, shown wherever a capacity is (`shared/paper.md` §2, §7).
 pub const CAPACITY_CAVEAT: &str = "Capacities extrapolate fits made for k ≤ 32,000 and d ≤ 4096 and are exponentially sensitive to ε²: use them to compare models, not as absolute counts.";
-
-/// Histogram of individual cosines among a row sample.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HistogramReport {
-    pub lo: f64,
-    pub hi: f64,
-    pub edges: Vec<f64>,
-    pub counts: Vec<u64>,
-    /// Pairs outside [lo, hi] (the zoom only).
-    pub below: u64,
-    pub above: u64,
-    pub pairs_in_histogram: u64,
-    pub rows_in_histogram: u64,
-}
-
-impl HistogramReport {
-    pub fn new(h: &Histogram, pairs: u64, rows: u64) -> Self {
-        Self {
-            lo: h.lo,
-            hi: h.hi,
-            edges: h.edges.clone(),
-            counts: h.counts.clone(),
-            below: h.below,
-            above: h.above,
-            pairs_in_histogram: pairs,
-            rows_in_histogram: rows,
-        }
-    }
-}
 
 /// Everything one analysis found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -418,6 +418,36 @@ impl Histogram {
     }
 }
 
+/// A histogram as reported: its bins and counts, with how many pairs (or, for the per-token
+/// alignment, tokens) and rows it holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistogramReport {
+    pub lo: f64,
+    pub hi: f64,
+    pub edges: Vec<f64>,
+    pub counts: Vec<u64>,
+    /// Pairs outside [lo, hi] (the zoom only).
+    pub below: u64,
+    pub above: u64,
+    pub pairs_in_histogram: u64,
+    pub rows_in_histogram: u64,
+}
+
+impl HistogramReport {
+    pub fn new(h: &Histogram, pairs: u64, rows: u64) -> Self {
+        Self {
+            lo: h.lo,
+            hi: h.hi,
+            edges: h.edges.clone(),
+            counts: h.counts.clone(),
+            below: h.below,
+            above: h.above,
+            pairs_in_histogram: pairs,
+            rows_in_histogram: rows,
+        }
+    }
+}
+
 /// Bins over [−1, 1], as the paper's Fig. 1/2.
 pub const HISTOGRAM_BINS: usize = 300;
 /// The zoom of Fig. 1/2: [−0.2, 0.2].
