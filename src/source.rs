@@ -19,6 +19,12 @@ pub enum ReadError {
     Remote(#[from] crate::remote::RemoteError),
 }
 
+/// The part of a source name after the last `/` or `\` (CLI sources are paths; the browser gives
+/// plain names, or relative paths for a dropped folder).
+pub fn base_name(name: &str) -> &str {
+    name.rsplit(['/', '\\']).next().unwrap_or(name)
+}
+
 /// Random-access bytes: an in-memory buffer, a native file or a browser `Blob`.
 pub trait ByteSource {
     /// A name for messages (the file name).
@@ -136,5 +142,17 @@ impl ByteSource for FileSource {
             len: buf.len() as u64,
             message: e.to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base_name;
+
+    #[test]
+    fn base_names_of_paths() {
+        assert_eq!(base_name("a/b/model.safetensors"), "model.safetensors");
+        assert_eq!(base_name("C:\\m\\x.gguf"), "x.gguf");
+        assert_eq!(base_name("plain"), "plain");
     }
 }

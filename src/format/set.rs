@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{gguf, npy, read_model, sniff, FormatError, ModelInfo, TensorInfo};
-use crate::source::ByteSource;
+use crate::source::{base_name, ByteSource};
 
 /// Largest index or config.json read. Real indexes stay below ~10 MB even for models with tens of
 /// thousands of tensors; anything larger is not what its name says.
@@ -117,12 +117,6 @@ impl ModelSet {
             }
         }
     }
-}
-
-/// The part of a source name after the last `/` or `\` (CLI sources are paths; the browser gives
-/// plain names, or relative paths for a dropped folder).
-pub fn base_name(name: &str) -> &str {
-    name.rsplit(['/', '\\']).next().unwrap_or(name)
 }
 
 /// What a source is, decided before any model header is read.
@@ -558,13 +552,6 @@ fn display_format(infos: &[(usize, ModelInfo)], files: &[String], missing: usize
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base_names_of_paths() {
-        assert_eq!(base_name("a/b/model.safetensors"), "model.safetensors");
-        assert_eq!(base_name("C:\\m\\x.gguf"), "x.gguf");
-        assert_eq!(base_name("plain"), "plain");
-    }
 
     #[test]
     fn split_names_expand_to_all_parts() {

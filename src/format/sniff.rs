@@ -16,7 +16,7 @@
 use std::fmt;
 
 use super::FormatError;
-use crate::source::ByteSource;
+use crate::source::{base_name, ByteSource};
 
 /// Bytes of a file's start that [`sniff`] looks at: enough for a zip's first entry names, a tar
 /// header's `ustar` mark at offset 257, and a Git LFS pointer (about 130 bytes) whole.
@@ -252,7 +252,7 @@ pub fn sniff_source(source: &dyn ByteSource) -> Result<Option<FormatError>, Form
 
 /// The error for a file `name` (a path or a base name) of a foreign kind that starts with `prefix`.
 pub fn foreign(name: &str, kind: ForeignKind, prefix: &[u8]) -> FormatError {
-    let mut advice = kind.advice(super::set::base_name(name));
+    let mut advice = kind.advice(base_name(name));
     // What a text says is often the best clue ("Entry not found", "Invalid username or password").
     if matches!(kind, ForeignKind::Json | ForeignKind::Text) {
         let text = String::from_utf8_lossy(prefix);
