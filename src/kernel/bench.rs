@@ -77,9 +77,26 @@ fn peak_plain(iterations: u64) -> f32 {
     x.iter().map(|v| v[0]).sum()
 }
 
+/// The peak loop with one relaxed multiply-add per chain (the relaxed build only).
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
 fn peak_relaxed(iterations: u64) -> Option<f32> {
-    Some(super::relaxed::peak_madd(iterations))
+    use core::arch::wasm32::*;
+    #[target_feature(enable = "relaxed-simd")]
+    fn chains(iterations: u64) -> f32 {
+        let m = f32x4_splat(std::hint::black_box(0.999_9));
+        let c = f32x4_splat(std::hint::black_box(1e-4));
+        let mut x = [f32x4_splat(1.0); PEAK_CHAINS];
+        for _ in 0..iterations {
+            for v in x.iter_mut() {
+                *v = f32x4_relaxed_madd(*v, m, c);
+            }
+        }
+        x.iter().map(|&v| f32x4_extract_lane::<0>(v)).sum()
+    }
+    // SAFETY: nothing to uphold on wasm: a module whose engine lacks relaxed SIMD fails validation
+    // as a whole, before any code runs (see `super::relaxed`).
+    #[allow(unused_unsafe)]
+    Some(unsafe { chains(iterations) })
 }
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")))]

@@ -29,25 +29,3 @@ pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
         gram_update_f32_relaxed(packed, k, g)
     }
 }
-
-#[target_feature(enable = "relaxed-simd")]
-fn peak_madd_relaxed(iterations: u64) -> f32 {
-    let m = f32x4_splat(std::hint::black_box(0.999_9));
-    let c = f32x4_splat(std::hint::black_box(1e-4));
-    let mut x = [f32x4_splat(1.0); super::bench::PEAK_CHAINS];
-    for _ in 0..iterations {
-        for v in x.iter_mut() {
-            *v = f32x4_relaxed_madd(*v, m, c);
-        }
-    }
-    x.iter().map(|&v| f32x4_extract_lane::<0>(v)).sum()
-}
-
-/// The peak loop of [`super::bench::peak_f32x4_gflops`] with one relaxed multiply-add per chain.
-pub fn peak_madd(iterations: u64) -> f32 {
-    // SAFETY: as in `gram_update_f32`.
-    #[allow(unused_unsafe)]
-    unsafe {
-        peak_madd_relaxed(iterations)
-    }
-}
