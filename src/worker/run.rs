@@ -107,7 +107,9 @@ pub fn start() {
     std::panic::set_hook(Box::new(|info| {
         console_error_panic_hook::hook(info);
         let run = GENERATION.with(|g| g.get());
-        post(run, Response::Crashed { message: format!("the analysis worker crashed: {info}") });
+        post(run, Response::Crashed {
+            message: format!("the analysis worker crashed, a bug in Orthoscope; its workers were restarted, so try again ({info})"),
+        });
     }));
     // Kernel timings (Report.gram_gflops, the benchmark): std's clock does not exist on wasm.
     kernel::bench::set_clock(performance_now);
