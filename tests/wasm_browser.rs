@@ -129,7 +129,7 @@ fn relaxed_and_plain_f32_kernels_agree_within_the_tolerance() {
 
 #[wasm_bindgen_test]
 fn simd_dots_equal_portable_bit_for_bit() {
-    for &(na, nb, dim) in &[(5, 7, 64), (64, 64, 1024), (1, 3, 13), (2, 1, 100)] {
+    for &(na, nb, dim) in &[(5, 7, 64), (64, 64, 1024), (1, 3, 13), (2, 1, 100), (3, 37, 64), (64, 130, 256)] {
         let d = orthoscope::kernel::padded_dim(dim);
         let a = unit_rows(na, dim, 4);
         let b = unit_rows(nb, dim, 5);

@@ -115,16 +115,21 @@ pub fn dots(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
         return;
     }
     let nb = b.len() / d;
-    for (i, ra) in a.chunks_exact(d).enumerate() {
-        for (j, rb) in b.chunks_exact(d).enumerate() {
-            // Four interleaved partial sums, as the f32x4 kernel keeps them.
-            let mut acc = [0.0f32; 4];
-            for (ca, cb) in ra.chunks_exact(4).zip(rb.chunks_exact(4)) {
-                for l in 0..4 {
-                    acc[l] += ca[l] * cb[l];
+    // Blocks of b that stay in cache while all of a passes (see `super::DOTS_B_BLOCK`).
+    for (block, rows) in b.chunks(super::DOTS_B_BLOCK * d).enumerate() {
+        let first = block * super::DOTS_B_BLOCK;
+        for (i, ra) in a.chunks_exact(d).enumerate() {
+            for (jj, rb) in rows.chunks_exact(d).enumerate() {
+                let j = first + jj;
+                // Four interleaved partial sums, as the f32x4 kernel keeps them.
+                let mut acc = [0.0f32; 4];
+                for (ca, cb) in ra.chunks_exact(4).zip(rb.chunks_exact(4)) {
+                    for l in 0..4 {
+                        acc[l] += ca[l] * cb[l];
+                    }
                 }
+                out[i * nb + j] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
             }
-            out[i * nb + j] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
         }
     }
 }

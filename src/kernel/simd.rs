@@ -159,7 +159,8 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
     }
 }
 
-/// See [`super::dots`]. Two rows of `a` against two rows of `b` at a time, four lanes each.
+/// See [`super::dots`]. Two rows of `a` against two rows of `b` at a time, four lanes each, over
+/// blocks of [`super::DOTS_B_BLOCK`] rows of `b`.
 pub fn dots(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
     if d == 0 {
         return;
@@ -167,12 +168,20 @@ pub fn dots(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
     let na = a.len() / d;
     let nb = b.len() / d;
     assert!(out.len() >= na * nb && d.is_multiple_of(4));
+    for jb in (0..nb).step_by(super::DOTS_B_BLOCK) {
+        let je = (jb + super::DOTS_B_BLOCK).min(nb);
+        dots_block(a, b, d, na, nb, jb..je, out);
+    }
+}
+
+/// Every row of `a` against rows `js` of `b`.
+fn dots_block(a: &[f32], b: &[f32], d: usize, na: usize, nb: usize, js: std::ops::Range<usize>, out: &mut [f32]) {
     let mut i = 0;
     while i < na {
         let two_a = i + 1 < na;
-        let mut j = 0;
-        while j < nb {
-            let two_b = j + 1 < nb;
+        let mut j = js.start;
+        while j < js.end {
+            let two_b = j + 1 < js.end;
             // Rows past the end are replaced by row i (or j) itself and their results discarded.
             let ra0 = &a[i * d..(i + 1) * d];
             let ra1 = if two_a { &a[(i + 1) * d..(i + 2) * d] } else { ra0 };
