@@ -524,6 +524,11 @@ impl Analysis {
         Some((m, eps, se))
     }
 
+    /// Whether the pass has a running ε yet (two usable rows); cheap, unlike [`Self::progress`].
+    pub fn has_estimate(&self) -> bool {
+        self.gram.counts().kept >= 2
+    }
+
     pub fn progress(&self) -> Progress {
         // Weight phases by their cost in pass rows: a pass row costs d²/2 multiply-adds, the n²/2
         // sample pairs n²·d/2, i.e. as much as n²/d pass rows.
@@ -544,7 +549,7 @@ impl Analysis {
                 sample_cost + (own as f64 * self.plan.block_rows as f64).min(pass_rows)
             }
         };
-        let running = if self.gram.counts().kept >= 2 { self.running() } else { None };
+        let running = if self.has_estimate() { self.running() } else { None };
         Progress {
             phase: self.phase,
             fraction: if self.phase == Phase::Done { 1.0 } else { (done / total).clamp(0.0, 1.0) },

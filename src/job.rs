@@ -219,6 +219,11 @@ impl Job {
         Ok(self)
     }
 
+    /// Whether the embedding's pass has a running ε yet (cheap: no ‖G‖ is computed).
+    pub fn has_estimate(&self) -> bool {
+        self.embedding.has_estimate()
+    }
+
     /// Progress of the whole job: the unembedding's sample counts as a small last stretch.
     pub fn progress(&self) -> Progress {
         let mut p = self.embedding.progress();

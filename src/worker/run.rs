@@ -57,7 +57,7 @@ async fn run_centred(run: u64) -> Result<(), String> {
     let mut pass = CentredPass::new(&matrix).map_err(|e| e.to_string())?;
     let mut pacer = Pacer::new(run);
     while !pass.step().map_err(|e| e.to_string())? {
-        if pacer.progress_due() {
+        if pacer.progress_due(false) {
             post(run, Response::CentredProgress { fraction: pass.fraction() });
         }
         pacer.pause().await;
@@ -220,10 +220,10 @@ impl Pacer {
         Pacer { generation, last_post: now, last_task: now }
     }
 
-    /// Whether a progress post is due (counted as posted).
-    fn progress_due(&mut self) -> bool {
+    /// Whether a progress post is due, or `anyway` (counted as posted).
+    fn progress_due(&mut self, anyway: bool) -> bool {
         let now = now_ms();
-        let due = now - self.last_post > PROGRESS_MS;
+        let due = anyway || now - self.last_post > PROGRESS_MS;
         if due {
             self.last_post = now;
         }
@@ -302,7 +302,7 @@ async fn run_share(request: Run, tensor: String, share: Share) -> Result<(), Str
         if STOP_EARLY.with(|s| s.get()) {
             break;
         }
-        if pacer.progress_due() {
+        if pacer.progress_due(false) {
             let progress = analysis.progress();
             crash_if_asked(settings.crash, progress.rows_seen);
             post(generation, Response::Progress(progress));
@@ -436,6 +436,7 @@ async fn analyze(request: Run, tensor: Option<String>, workers: u32) -> Result<(
         post(generation, Response::Split { tensor: chosen, of });
     }
     let mut absorbed = 0u32;
+    let mut estimate_posted = false;
     if traffic.is_some() {
         // The headers' download, shown before the first rows arrive.
         let mut progress = job.progress();
@@ -450,8 +451,11 @@ async fn analyze(request: Run, tensor: Option<String>, workers: u32) -> Result<(
             job.stop();
             break;
         }
-        if pacer.progress_due() {
+        // The first running ε goes on screen as soon as the pass has one, not at the next tick.
+        let first_estimate = !estimate_posted && job.has_estimate();
+        if pacer.progress_due(first_estimate) {
             let mut progress = job.progress();
+            estimate_posted |= progress.epsilon.is_some();
             crash_if_asked(settings.crash, progress.rows_seen);
             progress.bytes_fetched = bytes_fetched();
             post(generation, Response::Progress(progress));
