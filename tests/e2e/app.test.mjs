@@ -197,6 +197,29 @@ test("Cancel in every phase (before the first estimate, during the exact pass) a
   } finally { await b.close(); }
 });
 
+test("the first running ε is shown as soon as the pass has one: after its first block of 64 rows", async () => {
+  // Not a timing: which estimate comes first. The worker posts it when the first block of the pass
+  // is in, instead of waiting for its next progress tick (which showed several blocks later).
+  const big = fixture("random-32000x2048-bf16.safetensors", "--kind", "random-init", "--rows", "32000", "--dim", "2048");
+  const b = await openApp(server, "?workers=1");
+  try {
+    await b.page.evaluate(() => {
+      window.__firstEstimate = null;
+      const el = document.querySelector('[data-testid="running-epsilon"]');
+      new MutationObserver(() => {
+        if (window.__firstEstimate === null && /running ε/.test(el.textContent)) window.__firstEstimate = el.textContent;
+      }).observe(el, { childList: true, subtree: true, characterData: true });
+    });
+    await b.page.setInputFiles('[data-testid="file-input"]', big);
+    await b.page.waitForFunction(() => window.__firstEstimate !== null, null, { timeout: 60_000 });
+    const first = await b.page.evaluate(() => window.__firstEstimate);
+    assert.match(first, /after 64 of 32,000 rows/, first);
+    await b.page.click('[data-testid="cancel"]');
+    await b.page.waitForSelector('[data-testid="report"][data-status="cancelled"]', { timeout: 5_000 });
+    assertClean(b);
+  } finally { await b.close(); }
+});
+
 test("Stop here keeps the running estimate, with its interval, as the result", async () => {
   const big = fixture("random-32000x2048-bf16.safetensors", "--kind", "random-init", "--rows", "32000", "--dim", "2048");
   const b = await openApp(server);
