@@ -48,18 +48,30 @@ pub fn peak_f32x4_gflops(iterations: u64, relaxed: bool) -> Option<f64> {
     Some(iterations as f64 * PEAK_FLOPS_PER_ITERATION / ms / 1e6)
 }
 
+/// [`PEAK_CHAINS`] chains of `x = madd(x, m, c)` in f32x4 registers; inlined into its caller so the
+/// relaxed one compiles `madd` with that caller's target feature.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-fn peak_plain(iterations: u64) -> f32 {
+#[inline(always)]
+fn peak_chains(
+    iterations: u64,
+    madd: impl Fn(core::arch::wasm32::v128, core::arch::wasm32::v128, core::arch::wasm32::v128) -> core::arch::wasm32::v128,
+) -> f32 {
     use core::arch::wasm32::*;
     let m = f32x4_splat(std::hint::black_box(0.999_9));
     let c = f32x4_splat(std::hint::black_box(1e-4));
     let mut x = [f32x4_splat(1.0); PEAK_CHAINS];
     for _ in 0..iterations {
         for v in x.iter_mut() {
-            *v = f32x4_add(f32x4_mul(*v, m), c);
+            *v = madd(*v, m, c);
         }
     }
     x.iter().map(|&v| f32x4_extract_lane::<0>(v)).sum()
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn peak_plain(iterations: u64) -> f32 {
+    use core::arch::wasm32::*;
+    peak_chains(iterations, |x, m, c| f32x4_add(f32x4_mul(x, m), c))
 }
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -83,15 +95,7 @@ fn peak_relaxed(iterations: u64) -> Option<f32> {
     use core::arch::wasm32::*;
     #[target_feature(enable = "relaxed-simd")]
     fn chains(iterations: u64) -> f32 {
-        let m = f32x4_splat(std::hint::black_box(0.999_9));
-        let c = f32x4_splat(std::hint::black_box(1e-4));
-        let mut x = [f32x4_splat(1.0); PEAK_CHAINS];
-        for _ in 0..iterations {
-            for v in x.iter_mut() {
-                *v = f32x4_relaxed_madd(*v, m, c);
-            }
-        }
-        x.iter().map(|&v| f32x4_extract_lane::<0>(v)).sum()
+        peak_chains(iterations, |x, m, c| f32x4_relaxed_madd(x, m, c))
     }
     // SAFETY: nothing to uphold on wasm: a module whose engine lacks relaxed SIMD fails validation
     // as a whole, before any code runs (see `super::relaxed`).
