@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the four header parsers (issue 9 item 5) for SECONDS each (default 600):
+# Fuzzes the four header parsers for SECONDS each (default 600):
 #   scripts/fuzz.sh [seconds] [target ...]
 # FUZZ_BUILD_FLAGS (e.g. -O: release without debug assertions, reusing a `cargo fuzz build -O`)
 # is passed to cargo fuzz; the default keeps debug assertions and overflow checks on.

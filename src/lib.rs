@@ -1,47 +1,37 @@
 //! Orthoscope: how much room a transformer's token embeddings leave for features.
 //!
-//! The crate is laid out in the order data flows (`shared/design.md`):
-//! file → [`source`] → [`format`] → [`locate`] → [`plan`] → [`kernel`] → [`stats`] → [`estimate`]
-//! → [`report`]. [`analysis`] drives one pass through that chain; [`job`] runs the passes a user
-//! asked for (embedding, then unembedding) over a set of files; [`remote`] holds the HTTP rules for
-//! models opened by URL. Everything up to here is pure Rust with no browser types, so it is tested
-//! natively; only [`worker`] and [`ui`] (wasm builds) know about the browser.
+//! The crate is laid out in the order data flows (ARCHITECTURE.md has the map and the rules):
+//!
+//! file → [`read`] (bytes, formats, which tensor, rows) → [`pass`] (kernel, statistics, ε and the
+//! capacities) → [`explain`] (spectrum, centring, neighbours) → [`result`] (one [`Report`]) → views.
+//!
+//! [`run`] drives that chain for one request, for the CLI and the browser worker alike. A module
+//! imports only from its own layer and the layers before it. Everything up to [`run`] is pure Rust
+//! with no browser types, so it is tested natively; [`charts`] draws a Report through plotters'
+//! backend trait; only [`worker`] and [`ui`] (wasm builds) know about the browser.
 
-pub mod accumulate;
-pub mod alignment;
-pub mod analysis;
-pub mod centred;
-pub mod charts;
-/// The malformed-file corpus: not in the product (cargo feature `fixtures`).
-#[cfg(feature = "fixtures")]
-pub mod corpus;
-pub mod demo;
-pub mod error;
-pub mod estimate;
-pub mod format;
-pub mod geometry;
-pub mod job;
-pub mod kernel;
-pub mod locate;
-pub mod neighbours;
-pub mod paper;
+pub mod read;
+
 pub mod pass;
-pub mod permalink;
-pub mod plan;
-pub mod remote;
-pub mod report;
-pub mod source;
-pub mod stats;
-/// Test fixtures and hostile inputs: not in the product (cargo feature `fixtures`).
+
+pub mod explain;
+
+pub mod result;
+
+pub mod run;
+
+pub mod charts;
+
+/// Test fixtures: generated matrices, hostile files, the malformed-file corpus (cargo feature
+/// `fixtures`; never in the page, the workers or the release CLI).
 #[cfg(feature = "fixtures")]
-pub mod synth;
-pub mod vocab;
+pub mod fixtures;
 
 #[cfg(target_arch = "wasm32")]
 pub mod ui;
 #[cfg(target_arch = "wasm32")]
 pub mod worker;
 
-pub use analysis::{Analysis, AnalysisConfig};
-pub use error::Error;
-pub use report::Report;
+pub use result::report::Report;
+pub use run::analysis::{Analysis, AnalysisConfig};
+pub use run::error::Error;

@@ -1,23 +1,23 @@
 //! `orthoscope::charts` rendered to SVG and read back: markers and their colours, legends outside the
 //! plot, no overlapping text at phone and HiDPI sizes, off-range markers noted, degenerate data
 //! (identical rows, empty histograms) drawn sensibly, themes, overlays, alt text; the sensitivity
-//! charts (`shared/paper.md` §2, §7) monotone and naming their formulas. Histograms come from real
+//! charts (`docs/method.md` §2, §7) monotone and naming their formulas. Histograms come from real
 //! analyses of generated matrices. Set ORTHOSCOPE_CHART_DIR=some/dir to also write the SVGs there
 //! for a look.
 
 use std::collections::HashMap;
 
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::charts::{
     capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, ChartError, ChartText, Counted,
     HistogramChart, HistogramSeries, Marker, Theme, FORMULA_NAMES,
 };
-use orthoscope::format::{read_model, DType};
-use orthoscope::locate::choose;
-use orthoscope::paper::random_init_bin_fractions;
-use orthoscope::report::{significant, HistogramReport, Report};
-use orthoscope::source::SliceSource;
-use orthoscope::synth::{class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::fixtures::synth::{class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::read::format::{read_model, DType};
+use orthoscope::read::locate::choose;
+use orthoscope::read::source::SliceSource;
+use orthoscope::result::paper::random_init_bin_fractions;
+use orthoscope::result::report::{significant, HistogramReport, Report};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use plotters::prelude::{IntoDrawingArea, SVGBackend};
 
 // ---------------------------------------------------------------------------------------------

@@ -1,16 +1,17 @@
-//! The malformed-file corpus (`src/corpus.rs`, issue 9 item 5), table-driven: every case gives its
+//! The malformed-file corpus (`src/fixtures/corpus.rs`), table-driven: every case gives its
 //! own error variant (matched on the enum, not the message) with a message that names what is
 //! wrong, or the report its usable rows give (against an all-pairs oracle).
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use orthoscope::analysis::AnalysisConfig;
-use orthoscope::corpus::{corpus, CorpusCase, Expect};
-use orthoscope::format::sniff::ForeignKind;
-use orthoscope::format::FormatError;
-use orthoscope::job::Job;
-use orthoscope::source::{ByteSource, SliceSource};
+use orthoscope::fixtures::corpus::{corpus, CorpusCase, Expect};
+use orthoscope::read::format::sniff::ForeignKind;
+use orthoscope::read::format::FormatError;
+use orthoscope::read::locate::LocateError;
+use orthoscope::read::source::{ByteSource, SliceSource};
+use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::job::Job;
 use orthoscope::{Error, Report};
 
 type Outcome = Result<Report, Error>;
@@ -46,8 +47,8 @@ fn table() -> Vec<(&'static str, Check)> {
         ("st-unknown-dtype", fails!(Error::Decode { .. })),
         ("st-size-mismatch", format_err!(F::SizeMismatch { .. })),
         ("st-offsets-past-eof", format_err!(F::PastEof { .. })),
-        ("st-not-2d", fails!(Error::NotAMatrix { .. })),
-        ("st-zero-rows", fails!(Error::Empty { .. })),
+        ("st-not-2d", fails!(Error::Locate(LocateError::NotAMatrix { .. }))),
+        ("st-zero-rows", fails!(Error::Locate(LocateError::Empty { .. }))),
         ("st-offsets-overlap", format_err!(F::OffsetsOverlap { .. })),
         ("st-offsets-gap", format_err!(F::OffsetsGap { .. })),
         ("st-all-rows-zero", fails!(Error::TooFewRows { kept: 0, zero: 16, .. })),
@@ -81,9 +82,9 @@ fn table() -> Vec<(&'static str, Check)> {
         ("st-overflowing-shape", format_err!(F::SizeMismatch { .. })),
         ("st-shape-not-numbers", format_err!(F::InvalidEntry { .. })),
         ("st-header-not-object", format_err!(F::InvalidJson { .. })),
-        ("st-1d-embedding", fails!(Error::NotAMatrix { .. })),
+        ("st-1d-embedding", fails!(Error::Locate(LocateError::NotAMatrix { .. }))),
         ("st-integer-embedding", fails!(Error::Decode { .. })),
-        ("st-zero-columns", fails!(Error::Empty { .. })),
+        ("st-zero-columns", fails!(Error::Locate(LocateError::Empty { .. }))),
         ("st-truncated-data", format_err!(F::PastEof { .. })),
         ("rows-some-nan-inf", REPORT),
         ("rows-all-nan-inf", fails!(Error::TooFewRows { kept: 0, nonfinite: 8, .. })),
@@ -111,7 +112,7 @@ fn table() -> Vec<(&'static str, Check)> {
         ("gguf-duplicate-tensor", format_err!(F::GgufDuplicateTensor { .. })),
         ("gguf-data-past-eof", format_err!(F::PastEof { .. })),
         ("gguf-overflowing-shape", format_err!(F::GgufBadShape { .. })),
-        ("gguf-3d-embedding", fails!(Error::NotAMatrix { .. })),
+        ("gguf-3d-embedding", fails!(Error::Locate(LocateError::NotAMatrix { .. }))),
         ("npy-valid", REPORT),
         ("npy-lying-shape", format_err!(F::PastEof { .. })),
         ("npy-fortran-order", format_err!(F::NpyFortranOrder { .. })),
@@ -122,11 +123,11 @@ fn table() -> Vec<(&'static str, Check)> {
         ("npy-version-9", format_err!(F::NpyUnsupportedVersion { major: 9, .. })),
         ("npy-header-past-eof", format_err!(F::NpyTruncated { .. })),
         ("npy-garbage-header", format_err!(F::NpyBadHeader { .. })),
-        ("npy-3d", fails!(Error::NoEmbedding { .. })),
+        ("npy-3d", fails!(Error::Locate(LocateError::NoEmbedding { .. }))),
         ("npy-one-row", fails!(Error::TooFewRows { kept: 1, .. })),
         ("npy-truncated-preamble", format_err!(F::NpyTruncated { .. })),
         ("index-dotdot-path", REPORT),
-        ("index-missing-shard", fails!(Error::MissingShard { .. })),
+        ("index-missing-shard", fails!(Error::Locate(LocateError::MissingShard { .. }))),
         ("index-invalid-json", format_err!(F::InvalidIndex { .. })),
         ("index-not-a-map", format_err!(F::InvalidIndex { .. })),
         ("index-shard-lacks-tensor", format_err!(F::ShardLacksTensor { .. })),
@@ -198,7 +199,7 @@ fn every_corpus_case_gives_its_own_error_or_the_right_report() {
                 let (kept, mu, sigma) = oracle(*rows, *dim, values);
                 if report.rows_used != kept
                     || !report.exact
-                    // μ comes from f64 sums; σ from the f32 Gram kernel: the issue 8 tolerances.
+                    // μ comes from f64 sums; σ from the f32 Gram kernel: the f32 kernel's tolerances.
                     || (report.mu - mu).abs() > 1e-9
                     || (report.sigma - sigma).abs() > 1e-6 * sigma.max(1e-3)
                     || (report.epsilon - (mu + 2.0 * sigma)).abs() > 1e-7

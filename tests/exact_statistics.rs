@@ -1,4 +1,4 @@
-//! The exact statistics of `shared/paper.md` §1 against a plain f64 all-pairs reference: the whole
+//! The exact statistics of `docs/method.md` §1 against a plain f64 all-pairs reference: the whole
 //! chain (safetensors file → read_model → choose → Analysis → Report) must give the paper's μ, σ
 //! and ε over all pairs i < j, whatever the matrix holds (zero rows, NaN/Inf rows, duplicates, odd
 //! widths, two rows). Also: the running estimate's interval, mergeable partial sums and the kernels.
@@ -6,14 +6,15 @@
 //! These are the f64 path's tests (`precision = f64`, forced in [`analysis`]): 1e-9 is beyond the f32
 //! kernel, whose targets are checked in `tests/f32_kernel.rs`.
 
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::{read_model, DType};
-use orthoscope::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
-use orthoscope::locate::choose;
-use orthoscope::report::Report;
-use orthoscope::source::SliceSource;
-use orthoscope::stats::{normalise_row, GramMoments, RowFate, HISTOGRAM_BINS, ZOOM_HALF_WIDTH};
-use orthoscope::synth::{class1_like, random_init, safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::fixtures::synth::{class1_like, random_init, safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::pass::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
+use orthoscope::pass::stats::{GramMoments, HISTOGRAM_BINS, ZOOM_HALF_WIDTH};
+use orthoscope::read::format::{read_model, DType};
+use orthoscope::read::locate::choose;
+use orthoscope::read::matrix::{normalise_row, RowFate};
+use orthoscope::read::source::SliceSource;
+use orthoscope::result::report::Report;
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 
 /// Absolute tolerance asked of the exact path against the f64 reference on μ, σ, ε, μ + 3σ.
 const EXACT_TOL: f64 = 1e-9;
@@ -271,7 +272,7 @@ fn exact_epsilon_equals_all_pairs_f64_for_class1_with_mu_far_from_zero() {
     let got = exact_report(&values, rows, dim);
     let bad = compare("class1_like", &got, &want, EXACT_TOL);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
-    assert_eq!(got.class, orthoscope::estimate::Class::One, "ε = {} should be Class 1", got.epsilon);
+    assert_eq!(got.class, orthoscope::pass::estimate::Class::One, "ε = {} should be Class 1", got.epsilon);
 }
 
 /// V = 2: one pair, so μ = cos(0, 1) and σ = 0 exactly (§1, population σ over pairs).
@@ -323,7 +324,7 @@ fn exact_mu_of_identical_rows_is_one() {
     let (values, rows, dim) = identical_rows();
     let got = exact_report(&values, rows, dim);
     assert!((got.mu - 1.0).abs() <= EXACT_TOL, "μ expected 1, got {:.15}", got.mu);
-    assert_eq!(got.class, orthoscope::estimate::Class::One);
+    assert_eq!(got.class, orthoscope::pass::estimate::Class::One);
 }
 
 #[test]

@@ -1,19 +1,20 @@
-//! Why ε is what it is (issue 10 items 3–4), against brute force computed here: the top-K pairs of
+//! Why ε is what it is, against brute force computed here: the top-K pairs of
 //! the histogram sample, the exact nearest neighbours of one row, and the centred statistics
 //! against an explicit centred all-pairs loop; token strings from a GGUF vocabulary and a
 //! tokenizer.json.
 
 use std::rc::Rc;
 
-use orthoscope::analysis::AnalysisConfig;
-use orthoscope::centred::centred;
-use orthoscope::format::fixtures::gguf_model;
-use orthoscope::format::DType;
-use orthoscope::job::Job;
-use orthoscope::neighbours::{nearest, NeighboursError, Query};
-use orthoscope::source::{ByteSource, SliceSource};
-use orthoscope::stats::TOP_PAIRS;
-use orthoscope::synth::{class1_like, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::explain::centred::centred;
+use orthoscope::explain::neighbours::{nearest, NeighboursError};
+use orthoscope::fixtures::synth::{class1_like, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::fixtures::writers::gguf_model;
+use orthoscope::pass::stats::TOP_PAIRS;
+use orthoscope::read::format::DType;
+use orthoscope::read::matrix::{MatrixError, Query};
+use orthoscope::read::source::{ByteSource, SliceSource};
+use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::job::Job;
 
 const TENSOR: &str = "model.embed_tokens.weight";
 
@@ -102,10 +103,13 @@ fn nearest_neighbours_equal_brute_force_over_all_rows() {
         }
     }
     let m = job.matrix();
-    assert!(matches!(nearest(m, 17, 5), Err(NeighboursError::UnusableRow { row: 17, .. })));
-    assert!(matches!(nearest(m, 3000, 5), Err(NeighboursError::RowOutOfRange { row: 3000, last: 2999 })));
+    assert!(matches!(nearest(m, 17, 5), Err(NeighboursError::Matrix(MatrixError::UnusableRow { row: 17, .. }))));
+    assert!(matches!(
+        nearest(m, 3000, 5),
+        Err(NeighboursError::Matrix(MatrixError::RowOutOfRange { row: 3000, last: 2999 }))
+    ));
     assert!(matches!(nearest(m, 0, 0), Err(NeighboursError::BadK { .. })));
-    assert_eq!(m.resolve(&Query::Token("the".into())), Err(NeighboursError::NoVocabulary));
+    assert_eq!(m.resolve(&Query::Token("the".into())), Err(MatrixError::NoVocabulary));
 }
 
 #[test]
@@ -163,7 +167,7 @@ fn gguf_vocabulary_names_top_pairs_and_neighbours() {
     assert_eq!(p.b_token.as_deref(), Some(format!("tok{}", p.b).as_str()));
     let m = job.matrix();
     assert_eq!(m.resolve(&Query::Token("tok42".into())), Ok(42));
-    assert!(matches!(m.resolve(&Query::Token("nope".into())), Err(NeighboursError::UnknownToken { .. })));
+    assert!(matches!(m.resolve(&Query::Token("nope".into())), Err(MatrixError::UnknownToken { .. })));
     let n = nearest(m, 42, 3).expect("neighbours");
     assert_eq!(n.token.as_deref(), Some("tok42"));
     assert!(n.neighbours.iter().all(|x| x.token == Some(format!("tok{}", x.row))));

@@ -1,17 +1,18 @@
-//! The f32 register-tiled Gram kernel (issue 8 item 2) against an all-pairs f64 loop written here,
-//! independently of the crate: |Δε| ≤ 1e-7 and |Δσ|/σ ≤ 1e-6 for σ ≥ 1e-3 (`shared/paper.md` §1's
+//! The f32 register-tiled Gram kernel against an all-pairs f64 loop written here,
+//! independently of the crate: |Δε| ≤ 1e-7 and |Δσ|/σ ≤ 1e-6 for σ ≥ 1e-3 (`docs/method.md` §1's
 //! μ, σ and ε = μ + 2σ), on generated matrices with μ near and far from 0, odd d, zero and NaN rows.
 //! Also: the analysis picks f64 where σ is inside the f32 noise and says so in the report, and
 //! `precision = f64` still meets the old 1e-9.
 
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::{read_model, DType};
-use orthoscope::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
-use orthoscope::locate::choose;
-use orthoscope::report::Report;
-use orthoscope::source::SliceSource;
-use orthoscope::stats::{normalise_row, GramMoments, RowFate};
-use orthoscope::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::pass::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
+use orthoscope::pass::stats::GramMoments;
+use orthoscope::read::format::{read_model, DType};
+use orthoscope::read::locate::choose;
+use orthoscope::read::matrix::{normalise_row, RowFate};
+use orthoscope::read::source::SliceSource;
+use orthoscope::result::report::Report;
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 
 const EPSILON_TOL: f64 = 1e-7;
 const SIGMA_REL_TOL: f64 = 1e-6;
@@ -330,7 +331,7 @@ fn f32_and_f64_paths_share_mu(centred: bool) {
 #[test]
 #[ignore]
 fn print_native_kernel_speeds() {
-    use orthoscope::kernel::bench;
+    use orthoscope::pass::kernel::bench;
     let peak = bench::peak_f32x4_gflops(200_000_000, false).expect("clock");
     for dim in [1024, 4096] {
         let f32_gflops = bench::gram_gflops(dim, 512, Precision::F32).expect("clock");

@@ -1,13 +1,13 @@
-//! Files of other kinds under a model's name (issue 9, item 3): each is recognised by its first
+//! Files of other kinds under a model's name: each is recognised by its first
 //! bytes and gets a message that says what it is and what to do, through `read_model` (one file)
 //! and `read_model_set` (a folder) alike. Valid safetensors, GGUF and .npy files still open.
 
-use orthoscope::format::fixtures::{gguf_bytes, npy_bytes, GgufTensor};
-use orthoscope::format::set::read_model_set;
-use orthoscope::format::sniff::{sniff, ForeignKind};
-use orthoscope::format::{read_model, DType, FormatError};
-use orthoscope::source::{ByteSource, SliceSource};
-use orthoscope::synth::{foreign_files, safetensors_bytes, TensorSpec};
+use orthoscope::fixtures::synth::{foreign_files, safetensors_bytes, TensorSpec};
+use orthoscope::fixtures::writers::{gguf_bytes, npy_bytes, GgufTensor};
+use orthoscope::read::format::set::read_model_set;
+use orthoscope::read::format::sniff::{sniff, ForeignKind};
+use orthoscope::read::format::{read_model, DType, FormatError};
+use orthoscope::read::source::{ByteSource, SliceSource};
 
 /// Expected kind and a phrase of the message for each generated case.
 fn expectations() -> Vec<(&'static str, ForeignKind, &'static str)> {
@@ -131,7 +131,7 @@ fn unrecognised_bytes_keep_the_safetensors_errors() {
     assert!(matches!(read_model(&src, 0), Err(FormatError::TooShort { .. })));
 }
 
-fn set_of(files: &[(&str, Vec<u8>)]) -> Result<orthoscope::format::set::ModelSet, FormatError> {
+fn set_of(files: &[(&str, Vec<u8>)]) -> Result<orthoscope::read::format::set::ModelSet, FormatError> {
     let sources: Vec<SliceSource> = files.iter().map(|(n, b)| SliceSource::new(*n, b.clone())).collect();
     let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s as &dyn ByteSource).collect();
     read_model_set(&refs)

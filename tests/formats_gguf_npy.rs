@@ -2,17 +2,17 @@
 //!
 //! The reference decoders at the top are written element by element straight from the block
 //! layouts in ggml's `ggml-common.h` (one formula per element, no shared code with
-//! `src/format/ggml.rs`), and the decoders must agree with them bit for bit.
+//! `src/read/format/ggml.rs`), and the decoders must agree with them bit for bit.
 
 use std::cell::Cell;
 
 use half::f16;
-use orthoscope::format::decode::{decode_rows, DecodeError};
-use orthoscope::format::fixtures::{gguf_bytes, npy_bytes, quantize, GgufTensor, GgufWriter, QUANT_TYPES};
-use orthoscope::format::gguf::{self, read_gguf, GgufType, GgufValue, MAX_KEPT_ARRAY};
-use orthoscope::format::{npy, read_model, safetensors, DType, FormatError};
-use orthoscope::source::{ByteSource, ReadError, SliceSource};
-use orthoscope::synth;
+use orthoscope::fixtures::synth;
+use orthoscope::fixtures::writers::{gguf_bytes, npy_bytes, quantize, GgufTensor, GgufWriter, QUANT_TYPES};
+use orthoscope::read::format::decode::{decode_rows, DecodeError};
+use orthoscope::read::format::gguf::{self, read_gguf, GgufType, GgufValue, MAX_KEPT_ARRAY};
+use orthoscope::read::format::{npy, read_model, safetensors, DType, FormatError};
+use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------------------------

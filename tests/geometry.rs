@@ -1,4 +1,4 @@
-//! `Report.geometry` (issue 10 item 1) against float64 references computed here, independently of
+//! `Report.geometry` against float64 references computed here, independently of
 //! the crate: the eigenvalues of an explicit G/V built from the normalised rows (nalgebra's
 //! symmetric solver as the oracle; the crate ships faer's), cₖ = (sₖ² − Gₖₖ)/(V(V−1)) summed over
 //! the coordinates against μ, and participation ratio / effective rank on matrices whose spectrum
@@ -6,21 +6,21 @@
 
 use std::rc::Rc;
 
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::{read_model, DType};
-use orthoscope::geometry::{Geometry, GeometryTiming, TOP_MEAN_DIMENSIONS};
-use orthoscope::job::Job;
-use orthoscope::locate::choose;
-use orthoscope::report::Report;
-use orthoscope::source::{ByteSource, SliceSource};
-use orthoscope::synth::{class1_like, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::explain::geometry::{Geometry, GeometryTiming, TOP_MEAN_DIMENSIONS};
+use orthoscope::fixtures::synth::{class1_like, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::read::format::{read_model, DType};
+use orthoscope::read::locate::choose;
+use orthoscope::read::source::{ByteSource, SliceSource};
+use orthoscope::result::report::Report;
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::job::Job;
 
 const TENSOR: &str = "model.embed_tokens.weight";
 
 fn analysis(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Analysis {
     // The f64 Gram path: the eigenvalues are checked to 1e-9 relative, beyond the f32 kernel (whose
     // G gave λ within 4e-9 here).
-    let config = AnalysisConfig { precision: orthoscope::kernel::Precision::F64, ..config };
+    let config = AnalysisConfig { precision: orthoscope::pass::kernel::Precision::F64, ..config };
     let bytes = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, values)]);
     let source = SliceSource::new("generated.safetensors", bytes);
     let model = read_model(&source, 0).expect("generated file parses");
@@ -37,7 +37,7 @@ fn run(values: &[f32], rows: usize, dim: usize) -> (Report, Geometry) {
     (report, geometry)
 }
 
-/// The unit rows in f64 (zero and non-finite rows dropped, `shared/paper.md` §1).
+/// The unit rows in f64 (zero and non-finite rows dropped, `docs/method.md` §1).
 fn unit_rows(values: &[f32], rows: usize, dim: usize) -> Vec<Vec<f64>> {
     (0..rows)
         .map(|r| &values[r * dim..(r + 1) * dim])

@@ -1,4 +1,4 @@
-//! Huge files (issue 3): a safetensors shard larger than 4 GiB with the embedding stored past the
+//! Huge files: a safetensors shard larger than 4 GiB with the embedding stored past the
 //! 4 GiB mark, analysed by the CLI. The file is **sparse** (`orthoscope generate-sparse`): 5 GiB long,
 //! but only its header and the embedding at its end are written, so the test needs a few MB of disk.
 //! It checks that ε equals the one of the same matrix in a small ordinary file, that the reader
@@ -11,10 +11,10 @@ use std::process::Command;
 use std::rc::Rc;
 use std::time::Instant;
 
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::set::read_model_set;
-use orthoscope::locate::choose_in_set;
-use orthoscope::source::{ByteSource, FileSource, ReadError};
+use orthoscope::read::format::set::read_model_set;
+use orthoscope::read::locate::choose_in_set;
+use orthoscope::read::source::{ByteSource, FileSource, ReadError};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use serde_json::Value;
 
 const CLI: &str = env!("CARGO_BIN_EXE_orthoscope");

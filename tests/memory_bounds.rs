@@ -1,4 +1,4 @@
-//! Memory bounded by the work (issue 9 item 2): peak heap allocation, counted by a global allocator,
+//! Memory bounded by the work: peak heap allocation, counted by a global allocator,
 //! for inputs whose headers claim far more than their data; and the V×V route (`accumulate`) gives
 //! the same μ, σ and spectrum as the Gram route.
 
@@ -7,14 +7,15 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use orthoscope::accumulate::{gram_bytes, route_for, rows_bytes, PairAccumulator, Route, RowPairs};
-use orthoscope::analysis::AnalysisConfig;
-use orthoscope::corpus::corpus;
-use orthoscope::geometry::GeometryTiming;
-use orthoscope::job::Job;
-use orthoscope::source::{check_range, ByteSource, ReadError, SliceSource};
-use orthoscope::stats::{normalise_row, GramMoments, RowFate};
-use orthoscope::synth::{self, safetensors_bytes, TensorSpec};
+use orthoscope::explain::geometry::{self, GeometryTiming};
+use orthoscope::fixtures::corpus::corpus;
+use orthoscope::fixtures::synth::{self, safetensors_bytes, TensorSpec};
+use orthoscope::pass::accumulate::{gram_bytes, route_for, rows_bytes, PairAccumulator, Route, RowPairs};
+use orthoscope::pass::stats::GramMoments;
+use orthoscope::read::matrix::{normalise_row, RowFate};
+use orthoscope::read::source::{check_range, ByteSource, ReadError, SliceSource};
+use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::job::Job;
 use orthoscope::{Error, Report};
 
 /// Counts live heap bytes and their high-water mark.
@@ -119,8 +120,8 @@ fn embedding_and_lm_head_of_two_wide_rows_each_stay_small() {
     let source = file(
         "wide.safetensors",
         &[
-            TensorSpec::matrix("model.embed_tokens.weight", orthoscope::format::DType::F32, 2, d, &e),
-            TensorSpec::matrix("lm_head.weight", orthoscope::format::DType::F32, 2, d, &u),
+            TensorSpec::matrix("model.embed_tokens.weight", orthoscope::read::format::DType::F32, 2, d, &e),
+            TensorSpec::matrix("lm_head.weight", orthoscope::read::format::DType::F32, 2, d, &u),
         ],
     );
     let (report, peak) = peak_of(|| run(vec![source]));
@@ -169,7 +170,7 @@ fn two_rows_of_d_16384_do_not_allocate_a_gram() {
     let v = synth::random_init(2, d, 9);
     let source = file(
         "two.safetensors",
-        &[TensorSpec::matrix("model.embed_tokens.weight", orthoscope::format::DType::BF16, 2, d, &v)],
+        &[TensorSpec::matrix("model.embed_tokens.weight", orthoscope::read::format::DType::BF16, 2, d, &v)],
     );
     let (report, peak) = peak_of(|| run(vec![source]));
     let report = report.expect("analyses");
@@ -188,7 +189,7 @@ fn a_wide_unembedding_is_sampled_within_the_embeddings_budget() {
     // keeps only as many rows as fit the embedding's bytes.
     let e = synth::random_init(100, 64, 1);
     let u = synth::random_init(100, 4096, 2);
-    let dt = orthoscope::format::DType::F32;
+    let dt = orthoscope::read::format::DType::F32;
     let source = file(
         "m.safetensors",
         &[
@@ -208,8 +209,8 @@ fn a_wide_unembedding_is_sampled_within_the_embeddings_budget() {
 
 #[test]
 fn the_worst_peak_over_the_whole_corpus_is_a_few_megabytes() {
-    // Issue 9's "worst peak memory over the corpus", as one number: every malformed input of
-    // `src/corpus.rs`, opened and analysed as the CLI and the page do, heap counted from after its
+    // The worst peak memory over the corpus, as one number: every malformed input of
+    // `src/fixtures/corpus.rs`, opened and analysed as the CLI and the page do, heap counted from after its
     // bytes are in memory (the page reads them from a `File`; they are not the work's memory).
     let mut worst = (0usize, String::new());
     let mut measured = 0;
@@ -243,7 +244,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 
 /// Unit rows of `values` (`rows × dim`), f64, padded as the pass keeps them.
 fn unit_rows(values: &[f32], dim: usize) -> Vec<f64> {
-    let d = orthoscope::kernel::padded_dim(dim);
+    let d = orthoscope::pass::kernel::padded_dim(dim);
     let mut out = Vec::new();
     for row in values.chunks_exact(dim) {
         let at = out.len();
@@ -257,10 +258,10 @@ fn unit_rows(values: &[f32], dim: usize) -> Vec<f64> {
 
 fn both_routes(values: &[f32], dim: usize) -> (GramMoments, RowPairs) {
     let units = unit_rows(values, dim);
-    let d = orthoscope::kernel::padded_dim(dim);
+    let d = orthoscope::pass::kernel::padded_dim(dim);
     let mut gram = GramMoments::new(dim);
     let mut rows = RowPairs::new((units.len() / d) as u64, dim);
-    for chunk in units.chunks(d * orthoscope::kernel::MAX_CHUNK_ROWS) {
+    for chunk in units.chunks(d * orthoscope::pass::kernel::MAX_CHUNK_ROWS) {
         gram.add_unit_rows(chunk);
         rows.add_unit_rows(chunk);
     }
@@ -279,8 +280,8 @@ fn the_row_route_gives_the_grams_moments_and_spectrum() {
     let (a, b) = (gram.moments().expect("40 rows"), rows.moments().expect("40 rows"));
     assert_eq!(a.pairs, b.pairs);
     assert!((a.mu - b.mu).abs() < 1e-12 && (a.sigma - b.sigma).abs() < 1e-12, "{a:?} vs {b:?}");
-    let g = PairAccumulator::Gram(gram).geometry(dim, GeometryTiming::WithTheResult).expect("gram spectrum");
-    let r = PairAccumulator::Rows(rows).geometry(dim, GeometryTiming::WithTheResult).expect("row spectrum");
+    let g = geometry::of_pass(&PairAccumulator::Gram(gram), dim, GeometryTiming::WithTheResult).expect("gram spectrum");
+    let r = geometry::of_pass(&PairAccumulator::Rows(rows), dim, GeometryTiming::WithTheResult).expect("row spectrum");
     assert_eq!(g.eigenvalues.len(), dim);
     assert_eq!(r.eigenvalues.len(), dim);
     for (k, (x, y)) in g.eigenvalues.iter().zip(&r.eigenvalues).enumerate() {

@@ -1,9 +1,9 @@
-//! `orthoscope::paper`: where an ε falls among Table 1 (`shared/paper.md` §5), the sensitivity series
+//! `orthoscope::result::paper`: where an ε falls among Table 1 (`docs/method.md` §5), the sensitivity series
 //! of §2/§7 and the random-init reference of §6 (Fig. 1/2). Table 1's rows themselves are checked
 //! against an independent transcription in `tests/paper_formulas.rs`.
 
-use orthoscope::estimate::{capacities, class, Class};
-use orthoscope::paper::{
+use orthoscope::pass::estimate::{capacities, class, Class};
+use orthoscope::result::paper::{
     capacity_vs_dim, capacity_vs_epsilon, default_dim_window, default_epsilon_window, neighbours, neighbours_sentence,
     random_init_bin_fractions, TABLE1,
 };
@@ -12,7 +12,7 @@ use orthoscope::paper::{
 // Neighbours in Table 1
 // ---------------------------------------------------------------------------------------------
 
-fn name_of(m: Option<&orthoscope::paper::Table1Model>) -> Option<&'static str> {
+fn name_of(m: Option<&orthoscope::result::paper::Table1Model>) -> Option<&'static str> {
     m.map(|m| m.name)
 }
 

@@ -1,7 +1,7 @@
-//! The capacity formulas of `shared/paper.md` §2 and the classes of §3, checked against every number
+//! The capacity formulas of `docs/method.md` §2 and the classes of §3, checked against every number
 //! the paper prints: the §2 check values, the sensitivity examples and all 45 rows of Table 1 (§5).
 
-use orthoscope::estimate::{
+use orthoscope::pass::estimate::{
     capacities, capacity_determinate, class, epsilon, epsilon_3sigma, log10_adjusted_full, log10_adjusted_simple,
     log10_jl, Class, JL_C_PROVEN, JL_C_TIGHT,
 };
@@ -127,7 +127,7 @@ const fn c1(name: &'static str, d: u64, eps: f64) -> Row {
     Row { name, d, eps, capacity: None }
 }
 
-/// `shared/paper.md` §5, in the order printed.
+/// `docs/method.md` §5, in the order printed.
 const TABLE_1: &[Row] = &[
     // Class 2
     c2("DeepSeek V3.2 Exp", 7168, 0.05917, 1.16e9),
@@ -356,13 +356,13 @@ fn full_form_ceiling_keeps_small_capacities_whole_numbers() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The crate's copy of Table 1 (`orthoscope::paper::TABLE1`), row by row against this transcription
+// The crate's copy of Table 1 (`orthoscope::result::paper::TABLE1`), row by row against this transcription
 // ---------------------------------------------------------------------------------------------
 
 #[test]
 fn crate_table1_matches_paper_md_section_5_row_by_row() {
-    use orthoscope::paper::TABLE1;
-    assert_eq!(TABLE1.len(), TABLE_1.len(), "row count of orthoscope::paper::TABLE1");
+    use orthoscope::result::paper::TABLE1;
+    assert_eq!(TABLE1.len(), TABLE_1.len(), "row count of orthoscope::result::paper::TABLE1");
     let mut failures = Vec::new();
     for (i, (got, want)) in TABLE1.iter().zip(TABLE_1).enumerate() {
         if got.name != want.name || got.d_model != want.d || got.epsilon != want.eps || got.capacity != want.capacity {
@@ -381,5 +381,9 @@ fn crate_table1_matches_paper_md_section_5_row_by_row() {
             ));
         }
     }
-    assert!(failures.is_empty(), "orthoscope::paper::TABLE1 differs from paper.md §5:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "orthoscope::result::paper::TABLE1 differs from paper.md §5:\n{}",
+        failures.join("\n")
+    );
 }

@@ -1,13 +1,13 @@
-//! Property tests of the four header parsers (issue 9 item 5): arbitrary bytes and mutated valid
+//! Property tests of the four header parsers: arbitrary bytes and mutated valid
 //! headers never panic, and whatever a parser accepts is consistent with the bytes it was given —
 //! every tensor's byte range lies inside its file and names a file that was given. The same
 //! parsers are fuzzed for longer by `fuzz/` (`scripts/fuzz.sh`).
 
-use orthoscope::format::fixtures::{gguf_bytes, npy_bytes, GgufTensor};
-use orthoscope::format::set::read_model_set;
-use orthoscope::format::{read_model, DType, FormatError, ModelInfo};
-use orthoscope::source::{ByteSource, SliceSource};
-use orthoscope::synth::{random_init, safetensors_bytes, TensorSpec};
+use orthoscope::fixtures::synth::{random_init, safetensors_bytes, TensorSpec};
+use orthoscope::fixtures::writers::{gguf_bytes, npy_bytes, GgufTensor};
+use orthoscope::read::format::set::read_model_set;
+use orthoscope::read::format::{read_model, DType, FormatError, ModelInfo};
+use orthoscope::read::source::{ByteSource, SliceSource};
 use proptest::prelude::*;
 
 const EMBED: &str = "model.embed_tokens.weight";

@@ -1,4 +1,4 @@
-//! Result permalinks (`src/permalink.rs`): real reports from the whole chain (generated safetensors
+//! Result permalinks (`src/result/permalink.rs`): real reports from the whole chain (generated safetensors
 //! file → read_model → choose → Analysis / Job → Report) survive encode → decode, every exact field
 //! equal, derived fields recomputed to the original's, histograms within the documented
 //! quantisation bound; a typical link stays under 2 KB; every damaged or foreign fragment gets its
@@ -9,17 +9,17 @@ use std::sync::OnceLock;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::{read_model, DType};
-use orthoscope::job::Job;
-use orthoscope::locate::choose;
-use orthoscope::permalink::{
+use orthoscope::fixtures::synth::{self, class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::read::format::{read_model, DType};
+use orthoscope::read::locate::choose;
+use orthoscope::read::source::{ByteSource, SliceSource};
+use orthoscope::result::permalink::{
     decode, encode, is_permalink, pack, Compact, PermalinkError, COUNT_LEVELS, FORMAT_VERSION, MAX_FRAGMENT_CHARS,
     MAX_INFLATED_BYTES, MAX_TEXT_CHARS,
 };
-use orthoscope::report::{HistogramReport, Report};
-use orthoscope::source::{ByteSource, SliceSource};
-use orthoscope::synth::{self, class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::result::report::{HistogramReport, Report};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::job::Job;
 use proptest::prelude::*;
 
 const EMBED: &str = "model.embed_tokens.weight";
@@ -124,7 +124,7 @@ fn round_trip(case: &str, original: &Report) -> String {
     assert!(decoded.gram_gflops.is_none() && decoded.precision_reason.is_empty());
     patched.gram_gflops = original.gram_gflops;
     patched.precision_reason = original.precision_reason.clone();
-    // Not carried (issue 10): the tail explorer's pairs, the centred statistics, the unembedding's
+    // Not carried: the tail explorer's pairs, the centred statistics, the unembedding's
     // histogram and per-token cosines.
     assert!(decoded.top_pairs.is_empty() && decoded.centred.is_none(), "{case}");
     patched.top_pairs = original.top_pairs.clone();
@@ -159,7 +159,7 @@ fn permalink_of_the_default_demo_round_trips_in_under_2_kb() {
 fn permalink_of_class1_and_random_init_reports_round_trips() {
     let class1 =
         analyse("class1.safetensors", matrix_file(&class1_like(3000, 256, 2), 3000, 256), AnalysisConfig::default());
-    assert_eq!(class1.class, orthoscope::estimate::Class::One);
+    assert_eq!(class1.class, orthoscope::pass::estimate::Class::One);
     round_trip("class1-like", &class1);
     let random =
         analyse("random.safetensors", matrix_file(&random_init(3000, 256, 3), 3000, 256), AnalysisConfig::default());
@@ -422,7 +422,7 @@ proptest! {
         }
         if let Ok(r) = decode(&fragment_of_payload(&payload)) {
             // Whatever opens is self-consistent: its derived fields are the crate's own.
-            prop_assert_eq!(r.epsilon, orthoscope::estimate::epsilon(r.mu, r.sigma));
+            prop_assert_eq!(r.epsilon, orthoscope::pass::estimate::epsilon(r.mu, r.sigma));
             prop_assert!(r.rows_used >= 2 && r.mu.is_finite() && r.sigma >= 0.0);
         }
     }

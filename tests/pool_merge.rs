@@ -1,19 +1,19 @@
-//! A pass split over workers (`src/pass.rs`): shares of the plan's blocks, merged in any order,
+//! A pass split over workers (`src/pass/shares.rs`): shares of the plan's blocks, merged in any order,
 //! give the one-pass answer (G, s, μ, σ, ε to 1e-12 relative), and the CLI with 1 and N threads
 //! prints the same ε.
 
-use orthoscope::accumulate::PairAccumulator;
-use orthoscope::kernel::Precision;
+use orthoscope::pass::accumulate::PairAccumulator;
+use orthoscope::pass::kernel::Precision;
 use std::rc::Rc;
 
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::{read_model, DType};
-use orthoscope::job::Job;
-use orthoscope::locate::choose;
-use orthoscope::pass::{PassPartial, Share};
-use orthoscope::report::Report;
-use orthoscope::source::{ByteSource, SliceSource};
-use orthoscope::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::shares::{PassPartial, Share};
+use orthoscope::read::format::{read_model, DType};
+use orthoscope::read::locate::choose;
+use orthoscope::read::source::{ByteSource, SliceSource};
+use orthoscope::result::report::Report;
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::job::Job;
 
 const NAME: &str = "model.embed_tokens.weight";
 
@@ -110,7 +110,7 @@ fn pooled_report(file: &[u8], config: &AnalysisConfig, of: u32) -> Report {
         let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", file.to_vec()));
         let mut helper =
             Job::open_share(vec![source], &opened.chosen, config.clone(), Share::new(i, of).unwrap()).unwrap();
-        while helper.step().unwrap() != orthoscope::analysis::Phase::Done {}
+        while helper.step().unwrap() != orthoscope::run::analysis::Phase::Done {}
         job.absorb(&helper.into_partial()).unwrap();
     }
     job.report(0.0).unwrap()
@@ -161,14 +161,14 @@ fn a_partial_of_another_width_or_a_block_counted_twice_is_refused() {
     let wrong = share_partial(&model(600, 40, 2), &config, Share::new(1, 2).unwrap());
     assert!(matches!(
         job.absorb(&wrong),
-        Err(orthoscope::Error::Pass(orthoscope::pass::PassError::DimMismatch { .. }))
+        Err(orthoscope::Error::Pass(orthoscope::pass::shares::PassError::DimMismatch { .. }))
     ));
     let right = share_partial(&file, &config, Share::new(1, 2).unwrap());
     job.absorb(&right).unwrap();
     assert!(job.report(0.0).unwrap().exact);
     assert!(matches!(
         job.absorb(&right),
-        Err(orthoscope::Error::Pass(orthoscope::pass::PassError::TooManyBlocks { .. }))
+        Err(orthoscope::Error::Pass(orthoscope::pass::shares::PassError::TooManyBlocks { .. }))
     ));
 }
 

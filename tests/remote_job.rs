@@ -5,11 +5,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use orthoscope::analysis::AnalysisConfig;
-use orthoscope::format::DType;
-use orthoscope::job::{Job, JobOptions};
-use orthoscope::source::{ByteSource, ReadError, SliceSource};
-use orthoscope::synth::{random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::fixtures::synth::{random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::read::format::DType;
+use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
+use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::job::{Job, JobOptions};
 use orthoscope::Report;
 
 const EMBED: &str = "model.embed_tokens.weight";
@@ -61,7 +61,7 @@ fn run(bytes: Vec<u8>, options: JobOptions) -> (Report, Vec<(u64, u64)>) {
 /// Header end and the byte range of a tensor, from the file's own header.
 fn layout(bytes: &[u8], name: &str) -> (u64, (u64, u64)) {
     let source = SliceSource::new("m.safetensors", bytes.to_vec());
-    let info = orthoscope::format::read_model(&source, 0).unwrap_or_else(|e| panic!("{e}"));
+    let info = orthoscope::read::format::read_model(&source, 0).unwrap_or_else(|e| panic!("{e}"));
     let t = info.tensors.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no {name}"));
     let header_end = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()) + 8;
     (header_end, t.byte_range)

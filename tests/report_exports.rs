@@ -1,12 +1,12 @@
 //! What a result carries when it leaves the page: the histogram as CSV (one line per bin, both
 //! ranges) and the file names of every export (the model's file name and the tensor).
 
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::{read_model, DType};
-use orthoscope::locate::choose;
-use orthoscope::report::{export_stem, histogram_csv, Report};
-use orthoscope::source::SliceSource;
-use orthoscope::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::read::format::{read_model, DType};
+use orthoscope::read::locate::choose;
+use orthoscope::read::source::SliceSource;
+use orthoscope::result::report::{export_stem, histogram_csv, Report};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 
 fn report_of(file: &str, rows: usize, dim: usize) -> Report {
     let values = trained_like(rows, dim, 3);

@@ -1,4 +1,4 @@
-//! Our safetensors header reader (`src/format/safetensors.rs`) against the `safetensors` crate as
+//! Our safetensors header reader (`src/read/format/safetensors.rs`) against the `safetensors` crate as
 //! oracle (design.md, "format"), one test per hostile file of `synth::hostile_safetensors`, a
 //! property test that no bytes make the reader or the analysis panic, and a tensor past 4 GiB read
 //! through u64 offsets.
@@ -7,12 +7,12 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::sniff::ForeignKind;
-use orthoscope::format::{read_model, DType, FormatError, ModelInfo, TensorInfo};
-use orthoscope::locate::choose;
-use orthoscope::source::{ByteSource, ReadError, SliceSource};
-use orthoscope::synth::{self, hostile_safetensors, safetensors_bytes, safetensors_header, TensorSpec};
+use orthoscope::fixtures::synth::{self, hostile_safetensors, safetensors_bytes, safetensors_header, TensorSpec};
+use orthoscope::read::format::sniff::ForeignKind;
+use orthoscope::read::format::{read_model, DType, FormatError, ModelInfo, TensorInfo};
+use orthoscope::read::locate::{choose, LocateError};
+use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::Error;
 use proptest::prelude::*;
 use safetensors::tensor::{Dtype, TensorView};
@@ -401,7 +401,7 @@ fn hostile_unknown_dtype_is_listed_but_refused_for_analysis() {
     assert_eq!(t.shape, vec![4, 8]);
     // choose: the only tensor has a known embedding name but cannot be decoded.
     let err = choose(&model, None, "unknown-dtype.safetensors").expect_err("Q7 cannot be analysed");
-    assert!(matches!(&err, Error::Decode { tensor, .. } if tensor == EMBED), "choose: got {err:?}");
+    assert!(matches!(&err, LocateError::Decode { tensor, .. } if tensor == EMBED), "choose: got {err:?}");
     assert_mentions(&err.to_string(), &[EMBED, "Q7"]);
     // Analysis::new on the tensor directly (user override) says the same.
     let err = Analysis::new(
@@ -447,7 +447,7 @@ fn hostile_offsets_past_eof_names_tensor_and_end_offset() {
 fn hostile_three_d_tensor_is_not_a_matrix() {
     let model = read_hostile("not-2d").expect("a 3-D tensor is a valid file");
     let err = choose(&model, None, "not-2d.safetensors").expect_err("no matrix to analyse");
-    assert_eq!(err, Error::NotAMatrix { tensor: EMBED.into(), shape: vec![2, 4, 4] });
+    assert_eq!(err, LocateError::NotAMatrix { tensor: EMBED.into(), shape: vec![2, 4, 4] });
     assert_mentions(&err.to_string(), &[EMBED, "[2, 4, 4]"]);
     let err = Analysis::new(
         Box::new(SliceSource::new("not-2d.safetensors", hostile("not-2d"))),
@@ -457,7 +457,7 @@ fn hostile_three_d_tensor_is_not_a_matrix() {
     )
     .err()
     .expect("Analysis::new must refuse a 3-D tensor");
-    assert_eq!(err, Error::NotAMatrix { tensor: EMBED.into(), shape: vec![2, 4, 4] });
+    assert_eq!(err, Error::Locate(LocateError::NotAMatrix { tensor: EMBED.into(), shape: vec![2, 4, 4] }));
 }
 
 #[test]
@@ -471,7 +471,7 @@ fn hostile_zero_rows_is_empty_when_analysed_directly() {
     )
     .err()
     .expect("Analysis::new must refuse a 0×8 tensor");
-    assert_eq!(err, Error::Empty { tensor: EMBED.into(), shape: vec![0, 8] });
+    assert_eq!(err, Error::Locate(LocateError::Empty { tensor: EMBED.into(), shape: vec![0, 8] }));
     assert_mentions(&err.to_string(), &[EMBED, "[0, 8]"]);
 }
 
@@ -480,7 +480,7 @@ fn hostile_zero_rows_is_empty_when_analysed_directly() {
 fn hostile_zero_rows_is_empty_through_choose() {
     let model = read_hostile("zero-rows").expect("a 0×8 tensor is a valid file");
     let err = choose(&model, None, "zero-rows.safetensors").expect_err("nothing to analyse");
-    assert_eq!(err, Error::Empty { tensor: EMBED.into(), shape: vec![0, 8] });
+    assert_eq!(err, LocateError::Empty { tensor: EMBED.into(), shape: vec![0, 8] });
 }
 
 #[test]
@@ -505,7 +505,7 @@ fn hostile_files_fail_the_whole_chain_with_the_same_error_as_each_step() {
         ("size-mismatch", |e| matches!(e, Error::Format(FormatError::SizeMismatch { .. }))),
         ("offsets-past-eof", |e| matches!(e, Error::Format(FormatError::PastEof { .. }))),
         ("unknown-dtype", |e| matches!(e, Error::Decode { .. })),
-        ("not-2d", |e| matches!(e, Error::NotAMatrix { .. })),
+        ("not-2d", |e| matches!(e, Error::Locate(LocateError::NotAMatrix { .. }))),
     ];
     let mut bad = Vec::new();
     for (case, ok) in cases {
@@ -635,7 +635,7 @@ fn header_offsets_near_u64_max_are_past_eof_not_an_overflow() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Past 4 GiB: u64 offsets all the way (design.md, "format"; upstream safetensors issue 817)
+// Past 4 GiB: u64 offsets all the way (the upstream safetensors crate's issue 817)
 // ---------------------------------------------------------------------------------------------
 
 const GIB: u64 = 1 << 30;
@@ -666,7 +666,7 @@ impl ByteSource for HugeSource {
         self.len
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-        orthoscope::source::check_range(self.name(), offset, buf.len() as u64, self.len)?;
+        orthoscope::read::source::check_range(self.name(), offset, buf.len() as u64, self.len)?;
         self.reads.borrow_mut().push((offset, buf.len()));
         for (i, b) in buf.iter_mut().enumerate() {
             let o = offset + i as u64;
@@ -759,7 +759,7 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
     assert_eq!((report.rows, report.dim, report.pairs), (rows, dim, rows * (rows - 1) / 2));
     assert!(report.exact);
     assert!(
-        // μ comes from f64 unit rows on every path; σ from the default f32 Gram kernel (issue 8's target).
+        // μ comes from f64 unit rows on every path; σ from the default f32 Gram kernel.
         (report.mu - mu).abs() < 1e-9 && (report.sigma - sigma).abs() <= 1e-6 * sigma,
         "rows past 4 GiB: expected μ {mu:.12} σ {sigma:.12}, got μ {:.12} σ {:.12}",
         report.mu,
@@ -771,16 +771,16 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
 /// refused by name before a visiting plan of that size is built.
 #[test]
 fn a_matrix_with_more_rows_than_any_vocabulary_is_refused() {
-    let t = orthoscope::format::TensorInfo {
+    let t = orthoscope::read::format::TensorInfo {
         name: "model.embed_tokens.weight".into(),
-        dtype: orthoscope::format::DType::U8,
+        dtype: orthoscope::read::format::DType::U8,
         shape: vec![1 << 27, 1],
         byte_range: (0, 1 << 27),
         file: 0,
     };
-    let t = orthoscope::format::TensorInfo { dtype: orthoscope::format::DType::F8E4M3, ..t };
-    let src = orthoscope::source::SliceSource::new("x", vec![0u8; 8]);
-    let err = orthoscope::analysis::Analysis::new(Box::new(src), t, Default::default(), Default::default())
+    let t = orthoscope::read::format::TensorInfo { dtype: orthoscope::read::format::DType::F8E4M3, ..t };
+    let src = orthoscope::read::source::SliceSource::new("x", vec![0u8; 8]);
+    let err = orthoscope::run::analysis::Analysis::new(Box::new(src), t, Default::default(), Default::default())
         .err()
         .expect("refused");
     assert!(matches!(err, orthoscope::Error::TooManyRows { rows, .. } if rows == 1 << 27), "{err}");

@@ -5,24 +5,24 @@
 //! relaxed-simd feature.
 #![cfg(target_arch = "wasm32")]
 
-use orthoscope::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::format::read_model;
-use orthoscope::kernel::{self, bench, portable, simd, PackedGram, Precision};
-use orthoscope::locate::choose;
-use orthoscope::report::Report;
-use orthoscope::source::{ByteSource, SliceSource};
-use orthoscope::synth;
+use orthoscope::fixtures::synth;
+use orthoscope::pass::kernel::{self, bench, portable, simd, PackedGram, Precision};
+use orthoscope::read::format::read_model;
+use orthoscope::read::locate::choose;
+use orthoscope::read::source::{ByteSource, SliceSource};
+use orthoscope::result::report::Report;
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::worker::blob_source::BlobSource;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 fn unit_rows(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
-    let d = orthoscope::kernel::padded_dim(dim);
+    let d = orthoscope::pass::kernel::padded_dim(dim);
     let raw = synth::trained_like(rows, dim, seed);
     let mut out = vec![0.0f32; rows * d];
     for r in 0..rows {
-        orthoscope::stats::normalise_row(&raw[r * dim..(r + 1) * dim], &mut out[r * d..(r + 1) * d]);
+        orthoscope::read::matrix::normalise_row(&raw[r * dim..(r + 1) * dim], &mut out[r * d..(r + 1) * d]);
     }
     out
 }
@@ -32,7 +32,7 @@ fn simd_gram_update_equals_portable_bit_for_bit() {
     for &(rows, dim) in &[(64, 64), (37, 100), (64, 13), (1, 8), (64, 1024)] {
         let mut packed = Vec::new();
         let wide: Vec<f64> = unit_rows(rows, dim, 3).iter().map(|&x| x as f64).collect();
-        let k = orthoscope::kernel::pack_rows(&wide, orthoscope::kernel::padded_dim(dim), &mut packed);
+        let k = orthoscope::pass::kernel::pack_rows(&wide, orthoscope::pass::kernel::padded_dim(dim), &mut packed);
         let mut a = PackedGram::new(dim);
         let mut b = PackedGram::new(dim);
         simd::gram_update(&packed, k, &mut a);
@@ -67,13 +67,13 @@ fn simd_f32_gram_update_equals_portable_bit_for_bit() {
     }
 }
 
-/// |Δε| ≤ 1e-7 and |Δσ|/σ ≤ 1e-6 between the relaxed and plain f32 kernels (issue 8), and every G
+/// |Δε| ≤ 1e-7 and |Δσ|/σ ≤ 1e-6 between the relaxed and plain f32 kernels, and every G
 /// entry within the f32 bound of the other (a fused multiply-add rounds once where the plain kernel
 /// rounds twice).
 #[cfg(feature = "relaxed-simd")]
 #[wasm_bindgen_test]
 fn relaxed_and_plain_f32_kernels_agree_within_the_tolerance() {
-    use orthoscope::kernel::relaxed;
+    use orthoscope::pass::kernel::relaxed;
     for &(rows, dim) in &[(64, 64), (37, 100), (64, 13), (64, 1024)] {
         let (packed, k) = packed_f32(rows, dim, 5);
         let mut a = PackedGram::new(dim);
@@ -100,7 +100,7 @@ fn relaxed_and_plain_f32_kernels_agree_within_the_tolerance() {
         for chunk in values.chunks(64 * 260) {
             let rows = chunk.len() / 260;
             for r in 0..rows {
-                orthoscope::stats::normalise_row(&chunk[r * 260..(r + 1) * 260], &mut wide[r * d..(r + 1) * d]);
+                orthoscope::read::matrix::normalise_row(&chunk[r * 260..(r + 1) * 260], &mut wide[r * d..(r + 1) * d]);
                 let row = &wide[r * d..(r + 1) * d];
                 let q: f64 = row.iter().map(|&x| (x as f32 as f64).powi(2)).sum();
                 row.iter().zip(s.iter_mut()).for_each(|(x, s)| *s += x);
@@ -112,7 +112,8 @@ fn relaxed_and_plain_f32_kernels_agree_within_the_tolerance() {
             f(&packed, k, &mut g);
         }
         let s2: f64 = s.iter().map(|x| x * x).sum();
-        let m = orthoscope::stats::Moments::from_ordered_sums(n, s2 - n2, g.frobenius_sq() - n4, 0.0).expect("moments");
+        let m = orthoscope::pass::stats::Moments::from_ordered_sums(n, s2 - n2, g.frobenius_sq() - n4, 0.0)
+            .expect("moments");
         (m.sigma, m.mu + 2.0 * m.sigma)
     };
     let (s_relaxed, e_relaxed) = accumulate(relaxed::gram_update_f32);
@@ -130,7 +131,7 @@ fn relaxed_and_plain_f32_kernels_agree_within_the_tolerance() {
 #[wasm_bindgen_test]
 fn simd_dots_equal_portable_bit_for_bit() {
     for &(na, nb, dim) in &[(5, 7, 64), (64, 64, 1024), (1, 3, 13), (2, 1, 100), (3, 37, 64), (64, 130, 256)] {
-        let d = orthoscope::kernel::padded_dim(dim);
+        let d = orthoscope::pass::kernel::padded_dim(dim);
         let a = unit_rows(na, dim, 4);
         let b = unit_rows(nb, dim, 5);
         let mut x = vec![0.0f32; na * nb];
@@ -167,7 +168,7 @@ fn analysis_through_a_blob_equals_analysis_of_the_same_bytes_in_memory() {
     let values = synth::trained_like(700, 96, 9);
     let file = synth::safetensors_bytes(&[synth::TensorSpec::matrix(
         "model.embed_tokens.weight",
-        orthoscope::format::DType::BF16,
+        orthoscope::read::format::DType::BF16,
         700,
         96,
         &values,
@@ -241,13 +242,13 @@ async fn bench_f32_kernel_against_the_peak() {
 
 fn bench_at(dim: usize, rows: usize) {
     let u = unit_rows(rows, dim, 11);
-    let d = orthoscope::kernel::padded_dim(dim);
+    let d = orthoscope::pass::kernel::padded_dim(dim);
     let wide: Vec<f64> = u.iter().map(|&x| x as f64).collect();
     let chunks: Vec<Vec<f64>> = wide
         .chunks(64 * d)
         .map(|c| {
             let mut p = Vec::new();
-            orthoscope::kernel::pack_rows(c, d, &mut p);
+            orthoscope::pass::kernel::pack_rows(c, d, &mut p);
             p
         })
         .collect();

@@ -1,8 +1,8 @@
 //! What every target checks besides "no panic": an accepted header keeps its tensors inside the
 //! file(s) it was given.
 
-use orthoscope::format::{read_model, ModelInfo};
-use orthoscope::source::SliceSource;
+use orthoscope::read::format::{read_model, ModelInfo};
+use orthoscope::read::source::SliceSource;
 
 pub fn check(info: &ModelInfo, lens: &[u64]) {
     for t in &info.tensors {

@@ -1,4 +1,4 @@
-//! The GGUF header reader (`src/format/gguf.rs`): the input follows a valid magic so the fuzzer
+//! The GGUF header reader (`src/read/format/gguf.rs`): the input follows a valid magic so the fuzzer
 //! spends its time in the counts, strings, arrays and tensor infos.
 #![no_main]
 use libfuzzer_sys::fuzz_target;

@@ -1,4 +1,4 @@
-//! The .npy header reader (`src/format/npy.rs`): the input follows the magic.
+//! The .npy header reader (`src/read/format/npy.rs`): the input follows the magic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 

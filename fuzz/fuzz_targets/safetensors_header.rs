@@ -1,4 +1,4 @@
-//! The safetensors header reader: an 8-byte length, then JSON (`src/format/safetensors.rs`).
+//! The safetensors header reader: an 8-byte length, then JSON (`src/read/format/safetensors.rs`).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 

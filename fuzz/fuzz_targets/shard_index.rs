@@ -1,9 +1,9 @@
-//! The shard index (`model.safetensors.index.json`, `src/format/set.rs`) read together with one
+//! The shard index (`model.safetensors.index.json`, `src/read/format/set.rs`) read together with one
 //! valid shard, as a user drops a model's files.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use orthoscope::format::set::read_model_set;
-use orthoscope::source::{ByteSource, SliceSource};
+use orthoscope::read::format::set::read_model_set;
+use orthoscope::read::source::{ByteSource, SliceSource};
 
 #[path = "common.rs"]
 mod common;

@@ -1,7 +1,7 @@
 """NumPy reference timings for scripts/bench.sh (a benchmark, not a test).
 
 Reads the first 2-D tensor named like an embedding from a safetensors file (BF16/F16/F32) and computes
-the mean and spread of all pairwise cosines two ways (shared/paper.md §1):
+the mean and spread of all pairwise cosines two ways (docs/method.md §1):
 
 - "paper": the all-pairs method, row blocks of U·Uᵀ (f32 BLAS), upper-triangle cosines summed in f64;
 - "identity": the O(V·d²) identity used by Orthoscope, G = UᵀU (f32 BLAS), s = Σuᵢ:

@@ -1,4 +1,4 @@
-//! Histograms of pairwise cosines as in the paper's Fig. 1/2 (`shared/paper.md` §6): step outline,
+//! Histograms of pairwise cosines as in the paper's Fig. 1/2 (`docs/method.md` §6): step outline,
 //! y = % of pairs per bin, μ and ε as vertical lines, several series overlaid, a dashed random-init
 //! reference.
 
@@ -10,8 +10,8 @@ use super::layout::{
     zero_based_axis, Frame, LegendItem, Pen, Side, Sizes, Swatch, BAND_ALPHA,
 };
 use super::{canvas_sizes, fill_background, ChartError, ChartText, Theme};
-use crate::paper::random_init_bin_fractions;
-use crate::report::{significant, HistogramReport, Report};
+use crate::result::paper::random_init_bin_fractions;
+use crate::result::report::{significant, HistogramReport, Report};
 
 /// One histogram of an overlay.
 #[derive(Clone, Debug)]

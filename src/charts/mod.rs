@@ -2,7 +2,7 @@
 //! (plotters-canvas, wasm) and the SVG export (plotters' SVG backend, also what the native tests
 //! render). No browser types here.
 //!
-//! - [`draw_histogram`]: pairwise cosines as in the paper's Fig. 1/2 (`shared/paper.md` §6): step
+//! - [`draw_histogram`]: pairwise cosines as in the paper's Fig. 1/2 (`docs/method.md` §6): step
 //!   outline, y = % of pairs per bin, μ and ε as vertical lines, overlays and a dashed random-init
 //!   reference.
 //! - [`draw_capacity_vs_epsilon`], [`draw_capacity_vs_dim`]: the four capacity formulas around the

@@ -1,4 +1,4 @@
-//! How the capacity moves with ε and with d (`shared/paper.md` §2, §7: exponentially sensitive to
+//! How the capacity moves with ε and with d (`docs/method.md` §2, §7: exponentially sensitive to
 //! ε², so absolute values are unreliable and relative ones informative): log10 k under the four
 //! formulas, around the model's ε and d.
 
@@ -10,13 +10,13 @@ use super::layout::{
     LegendItem, Pen, Side, Sizes, Swatch, BAND_ALPHA,
 };
 use super::{canvas_sizes, fill_background, ChartError, ChartText, Theme};
-use crate::estimate::{
+use crate::pass::estimate::{
     self, Capacities, FINITE_CAPACITY_BELOW, FULL_A, FULL_B, FULL_C, FULL_EXP_C, JL_C_PROVEN, JL_C_TIGHT, SIMPLE_C,
 };
-use crate::paper::{capacity_vs_dim, capacity_vs_epsilon, default_dim_window, default_epsilon_window};
-use crate::report::{scientific_from_log10, significant};
+use crate::result::paper::{capacity_vs_dim, capacity_vs_epsilon, default_dim_window, default_epsilon_window};
+use crate::result::report::{scientific_from_log10, significant};
 
-/// The four formulas of `shared/paper.md` §2 by name, in `Capacities` field order, as the alt text
+/// The four formulas of `docs/method.md` §2 by name, in `Capacities` field order, as the alt text
 /// names them.
 pub const FORMULA_NAMES: [&str; 4] = [
     "Johnson–Lindenstrauss as proven (C = 8)",

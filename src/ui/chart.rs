@@ -10,7 +10,7 @@ use plotters_canvas::CanvasBackend;
 use wasm_bindgen::JsCast;
 
 use crate::charts::{self, ChartText, Counted, HistogramChart, HistogramSeries, Marker, Theme};
-use crate::report::HistogramReport;
+use crate::result::report::HistogramReport;
 
 /// Page-wide display facts every chart redraws on.
 #[derive(Clone, Copy)]

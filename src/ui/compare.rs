@@ -9,8 +9,8 @@ use super::geometry::{missing_reason, reading};
 use super::result::{class_name, headline_capacity};
 use super::session::Entry;
 use crate::charts::Counted;
-use crate::paper;
-use crate::report::{group_digits, model_name, significant, HistogramReport};
+use crate::result::paper;
+use crate::result::report::{group_digits, model_name, significant, HistogramReport};
 
 fn overlay_spec(entries: &[Entry], zoom: bool) -> ChartSpec {
     let chosen: Vec<&Entry> = entries.iter().filter(|e| e.overlay).collect();

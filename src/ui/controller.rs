@@ -12,12 +12,13 @@ use web_sys::File;
 
 use super::params::Params;
 use super::session::Session;
-use crate::analysis::Progress;
-use crate::geometry::geometry_expected;
-use crate::job::Opened;
-use crate::neighbours::{Neighbours, Query};
-use crate::permalink;
-use crate::report::{significant, Report};
+use crate::explain::geometry::geometry_expected;
+use crate::explain::neighbours::Neighbours;
+use crate::read::matrix::Query;
+use crate::result::permalink;
+use crate::result::report::{significant, Report};
+use crate::run::analysis::Progress;
+use crate::run::job::Opened;
 use crate::worker::pool::{pool_size, Pool};
 use crate::worker::protocol::{Envelope, Request, Response, RunSettings, SourceSpec};
 
@@ -310,7 +311,7 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
             [one] => one.name(),
             many => format!("{} files", many.len()),
         },
-        SourceSpec::Url { url } => crate::remote::file_name(url),
+        SourceSpec::Url { url } => crate::read::remote::file_name(url),
         SourceSpec::Hf { id, .. } => format!("{id} (Hugging Face)"),
     };
     state.announcement.set(format!("Analysing {label}…"));

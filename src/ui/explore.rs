@@ -1,4 +1,4 @@
-//! The tail explorer (issue 10 item 4, the paper's Fig. 3 made interactive): the most similar pairs
+//! The tail explorer (the paper's Fig. 3 made interactive): the most similar pairs
 //! of the histogram sample, and the exact nearest neighbours of a token the user picks, with token
 //! strings when the model carries a vocabulary; cosines above ε are highlighted. Also the centred
 //! statistics (item 3), on request. Every figure is a field of the [`Report`] or a worker answer.
@@ -6,9 +6,10 @@
 use leptos::prelude::*;
 
 use super::controller::{compute_centred, find_neighbours, Provenance, State};
-use crate::centred::CENTRED_NOTE;
-use crate::neighbours::{Query, MAX_NEIGHBOURS};
-use crate::report::{significant, Report};
+use crate::explain::centred::CENTRED_NOTE;
+use crate::explain::neighbours::MAX_NEIGHBOURS;
+use crate::read::matrix::Query;
+use crate::result::report::{significant, Report};
 
 /// Neighbours asked for by default.
 const DEFAULT_K: u32 = 10;

@@ -1,12 +1,12 @@
-//! Why ε is what it is (issue 10): the spectrum of G/V and the coordinates that carry μ, read out
+//! Why ε is what it is: the spectrum of G/V and the coordinates that carry μ, read out
 //! in one sentence, a table and the leading eigenvalues. Every figure is a field of
 //! [`Report::geometry`]; the worker adds it after the result is shown.
 
 use leptos::prelude::*;
 
 use super::controller::State;
-use crate::geometry::{geometry_expected, Geometry, MAX_GEOMETRY_DIM};
-use crate::report::{significant, Report};
+use crate::explain::geometry::{geometry_expected, Geometry, MAX_GEOMETRY_DIM};
+use crate::result::report::{significant, Report};
 
 /// One sentence that reads a geometry (the compare view puts one per result side by side).
 pub fn reading(g: &Geometry, mu: f64) -> String {
@@ -107,8 +107,8 @@ pub fn GeometryPanel(
     let shown_share = if total > 0.0 { 100.0 * shown.iter().sum::<f64>() / total } else { 0.0 };
     let eigenvalues = shown.iter().map(|l| significant(*l, 3)).collect::<Vec<_>>().join(", ");
     let when = match g.timing {
-        crate::geometry::GeometryTiming::WithTheResult => "computed with the result",
-        crate::geometry::GeometryTiming::AfterTheResult => "computed after the result was shown",
+        crate::explain::geometry::GeometryTiming::WithTheResult => "computed with the result",
+        crate::explain::geometry::GeometryTiming::AfterTheResult => "computed after the result was shown",
     };
     view! {
         <div class="geometry" data-testid="geometry">

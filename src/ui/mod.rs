@@ -1,5 +1,5 @@
 //! The page: Leptos components over the worker's messages. Views only show fields of
-//! [`crate::report::Report`] (and the paper's data); nothing here computes a statistic.
+//! [`crate::result::report::Report`] (and the paper's data); nothing here computes a statistic.
 
 mod chart;
 mod compare;
@@ -128,8 +128,8 @@ pub fn App() -> impl IntoView {
         </main>
         <footer>
             "Method: A. Guha, "
-            <a href=crate::paper::PAPER_URL target="_blank" rel="noopener noreferrer">
-                <em>{crate::paper::PAPER_TITLE}</em>
+            <a href=crate::result::paper::PAPER_URL target="_blank" rel="noopener noreferrer">
+                <em>{crate::result::paper::PAPER_TITLE}</em>
             </a>
             " (2026). Exact statistics over all pairs via s = Σuᵢ and G = Σuᵢuᵢᵀ. No data leaves this tab."
         </footer>

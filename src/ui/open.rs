@@ -6,7 +6,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Event, File, HtmlInputElement};
 
 use super::controller::{self, State};
-use crate::demo::DEMOS;
+use crate::read::demo::DEMOS;
 
 pub fn files_of(list: Option<web_sys::FileList>) -> Vec<File> {
     let Some(list) = list else { return Vec::new() };

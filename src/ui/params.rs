@@ -1,4 +1,4 @@
-//! URL parameters (`shared/design.md`, testing contract): `?exact=1`, `?seed=N`, `?demo=NAME`,
+//! URL parameters (ARCHITECTURE.md, "The testing contract"): `?exact=1`, `?seed=N`, `?demo=NAME`,
 //! `?embed=1`, `?rows=N` (stop after N rows with an estimate), and `?url=URL` / `?hf=org/name[@rev]`
 //! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads. `?precision=f64`
 //! forces the f64 Gram kernel; `?kernel=simd128` (read by `worker::client::worker_url`) forces the
@@ -7,9 +7,9 @@
 
 use web_sys::UrlSearchParams;
 
-use crate::demo::DEFAULT_DEMO;
-use crate::kernel::Precision;
-use crate::plan::DEFAULT_SEED;
+use crate::pass::kernel::Precision;
+use crate::pass::plan::DEFAULT_SEED;
+use crate::read::demo::DEFAULT_DEMO;
 use crate::worker::protocol::{CrashKind, SourceSpec, TestCrash};
 
 #[derive(Clone, Debug, PartialEq)]

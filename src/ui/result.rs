@@ -7,12 +7,14 @@ use leptos::prelude::*;
 use super::chart::{download_text, mu_epsilon_markers, ChartCanvas, ChartSpec};
 use super::controller::{Provenance, State, Status};
 use crate::charts::Counted;
-use crate::estimate::{self, Class};
-use crate::paper;
-use crate::permalink;
-use crate::report::{export_stem, group_digits, histogram_csv, model_name, scientific_from_log10, significant, Report};
+use crate::pass::estimate::{self, Class};
+use crate::result::paper;
+use crate::result::permalink;
+use crate::result::report::{
+    export_stem, group_digits, histogram_csv, model_name, scientific_from_log10, significant, Report,
+};
 
-/// The testing-contract element (`shared/design.md`): `data-testid="report"` with `data-status`,
+/// The testing-contract element (ARCHITECTURE.md, "The testing contract"): `data-testid="report"` with `data-status`,
 /// `data-run` and, once done, `data-report` = the Report as JSON. The full page and the embed card
 /// both render their result inside it.
 #[component]
@@ -59,7 +61,7 @@ pub fn ReportPanel(
     }
 }
 
-/// "Class 2", and what it means (`shared/paper.md` §3).
+/// "Class 2", and what it means (`docs/method.md` §3).
 pub fn class_name(c: Class) -> &'static str {
     match c {
         Class::One => "Class 1",
@@ -212,7 +214,7 @@ fn ResultCard(
         ),
     ];
     let markers = mu_epsilon_markers(r.mu, r.epsilon, r.epsilon_ci);
-    let reference = |h: &crate::report::HistogramReport| {
+    let reference = |h: &crate::result::report::HistogramReport| {
         Some((format!("random init, d = {}", r.dim), paper::random_init_bin_fractions(r.dim, &h.edges)))
     };
     let full = ChartSpec::Histogram {
@@ -360,7 +362,7 @@ fn capacity_text(log10: f64) -> String {
     format!("{} (log10 {:.2})", scientific_from_log10(log10), log10)
 }
 
-/// Every term on the card, explained where it is used (`shared/paper.md` §1–3, §7).
+/// Every term on the card, explained where it is used (`docs/method.md` §1–3, §7).
 #[component]
 pub fn Glossary() -> impl IntoView {
     view! {
@@ -401,7 +403,12 @@ pub fn Glossary() -> impl IntoView {
 
 /// The unembedding's own pairwise histogram (paper Fig. 10) and the per-token cosines of embedding
 /// and unembedding rows (Fig. 9), both marked as not the paper's ε.
-fn unembedding_charts(u: &crate::report::UnembeddingReport, mu: f64, epsilon: f64, stem: &str) -> impl IntoView {
+fn unembedding_charts(
+    u: &crate::result::report::UnembeddingReport,
+    mu: f64,
+    epsilon: f64,
+    stem: &str,
+) -> impl IntoView {
     let pairwise = u.histogram.clone().map(|h| {
         let spec = ChartSpec::Histogram {
             title: "Unembedding: pairwise cosines of its rows (Fig. 10), not the paper's ε".into(),

@@ -6,8 +6,8 @@
 
 use leptos::prelude::*;
 
-use crate::permalink;
-use crate::report::Report;
+use crate::result::permalink;
+use crate::result::report::Report;
 
 /// Storage key; the version changes if the stored form ever does.
 const STORAGE_KEY: &str = "orthoscope.session.v1";
@@ -103,7 +103,7 @@ impl Session {
 
     /// Adds the geometry that follows a result (d > 2048: the eigen step runs after "done") to its
     /// row. The stored fragment stays as it is: links do not carry the spectrum.
-    pub fn set_geometry(&self, report: &Report, geometry: &crate::geometry::Geometry) {
+    pub fn set_geometry(&self, report: &Report, geometry: &crate::explain::geometry::Geometry) {
         self.entries.update(|entries| {
             if let Some(e) = entries.iter_mut().find(|e| same_result(&e.report, report)) {
                 e.report.geometry = Some(geometry.clone());

@@ -12,9 +12,9 @@ use wasm_bindgen::JsCast;
 use super::chart::{click_download, download_text};
 use super::controller::State;
 use super::session::Entry;
-use crate::estimate::{self, Class};
-use crate::paper::{self, TABLE1};
-use crate::report::{group_digits, model_name, scientific_from_log10, significant};
+use crate::pass::estimate::{self, Class};
+use crate::result::paper::{self, TABLE1};
+use crate::result::report::{group_digits, model_name, scientific_from_log10, significant};
 
 /// Plot geometry in SVG user units.
 const W: f64 = 600.0;

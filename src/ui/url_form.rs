@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::controller::{self, State};
-use crate::remote::{classify_entry, Entry};
+use crate::read::remote::{classify_entry, Entry};
 use crate::worker::protocol::SourceSpec;
 
 #[component]

@@ -6,7 +6,7 @@
 use js_sys::Uint8Array;
 use web_sys::{Blob, FileReaderSync};
 
-use crate::source::{check_range, ByteSource, ReadError};
+use crate::read::source::{check_range, ByteSource, ReadError};
 
 pub struct BlobSource {
     name: String,

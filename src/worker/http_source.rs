@@ -6,7 +6,7 @@
 //! After that every read is a **synchronous** `XMLHttpRequest` (allowed in dedicated workers, with
 //! `responseType = "arraybuffer"` and a timeout), because [`ByteSource::read_at`] is synchronous
 //! like `FileReaderSync`. Each asks for one `bytes=a-b` range, a CORS-safelisted header: no
-//! preflight. The byte arithmetic (window, read-ahead, re-read memo) lives in [`crate::remote`].
+//! preflight. The byte arithmetic (window, read-ahead, re-read memo) lives in [`crate::read::remote`].
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -18,11 +18,11 @@ use web_sys::{
     AbortController, Headers, RequestInit, Response, WorkerGlobalScope, XmlHttpRequest, XmlHttpRequestResponseType,
 };
 
-use crate::remote::{
+use crate::read::remote::{
     classify_status, file_name, parse_content_range, plan_read, range_header, Memo, RemoteError, MEMO_BUDGET,
     PROBE_BYTES, READ_TIMEOUT_MS,
 };
-use crate::source::{check_range, ByteSource, ReadError};
+use crate::read::source::{check_range, ByteSource, ReadError};
 
 /// Network use of one run, shared by its sources (progress and the report show the bytes).
 #[derive(Debug, Default)]
@@ -250,7 +250,7 @@ impl ByteSource for HttpSource {
         let cached = plan.cached.map_or(0, |(_, c)| c as usize);
         let Some(rest) = buf.get_mut(cached..) else { return Err(self.internal(offset, len)) };
         if plan.new_window {
-            let bytes = self.fetch_range(start, end)?.to_vec();
+            let bytes = self.fetch(start, end)?.to_vec();
             match bytes.get(..rest.len()) {
                 Some(head) => rest.copy_from_slice(head),
                 None => return Err(self.internal(offset, len)),
@@ -262,7 +262,7 @@ impl ByteSource for HttpSource {
         let bytes = match kept {
             Some(bytes) => bytes,
             None => {
-                let bytes = self.fetch_range(start, end)?;
+                let bytes = self.fetch(start, end)?;
                 self.memo.borrow_mut().keep(start, end - start, bytes.clone());
                 bytes
             }
@@ -277,6 +277,12 @@ impl ByteSource for HttpSource {
 }
 
 impl HttpSource {
+    /// [`Self::fetch_range`] for `read_at`: the network's failure becomes a read failure whose
+    /// message is the network's own.
+    fn fetch(&self, start: u64, end: u64) -> Result<Uint8Array, ReadError> {
+        self.fetch_range(start, end).map_err(|e| ReadError::Unavailable { message: e.to_string() })
+    }
+
     /// A plan that does not fit its buffers (a bug, reported rather than panicking).
     fn internal(&self, offset: u64, len: u64) -> ReadError {
         ReadError::Io { file: self.name.clone(), offset, len, message: "internal: read plan out of bounds".into() }

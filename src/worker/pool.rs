@@ -1,4 +1,4 @@
-//! The page's pool of analysis workers (issue 8): each its own wasm instance opening the same
+//! The page's pool of analysis workers: each its own wasm instance opening the same
 //! `File`s (no SharedArrayBuffer). Worker 0, the lead, runs the job as one worker would, but only
 //! its share of the pass (`pass`); when it answers [`Response::Split`], workers 1..N get their
 //! shares, post their partials here, and the pool forwards them to the lead, which absorbs them and
@@ -18,8 +18,8 @@ use web_sys::File;
 
 use super::client::WorkerClient;
 use super::protocol::{Envelope, Request, Response, RunSettings, SourceSpec};
-use crate::analysis::Progress;
-use crate::pass::{Share, MAX_WORKERS};
+use crate::pass::shares::{Share, MAX_WORKERS};
+use crate::run::analysis::Progress;
 
 /// How many workers a page starts: `?workers=N`, else the number of logical cores, capped.
 pub fn pool_size(requested: Option<u32>) -> u32 {

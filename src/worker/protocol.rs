@@ -3,15 +3,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::centred::Centred;
-use crate::geometry::Geometry;
-use crate::kernel::Precision;
-use crate::neighbours::{Neighbours, Query};
+use crate::explain::centred::Centred;
+use crate::explain::geometry::Geometry;
+use crate::explain::neighbours::Neighbours;
+use crate::pass::kernel::Precision;
+use crate::read::matrix::Query;
 
-use crate::analysis::{AnalysisConfig, Progress};
-use crate::job::Opened;
-use crate::pass::Share;
-use crate::report::Report;
+use crate::pass::shares::Share;
+use crate::result::report::Report;
+use crate::run::analysis::{AnalysisConfig, Progress};
+use crate::run::job::Opened;
 
 /// What to read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,7 +45,7 @@ pub struct RunSettings {
     pub crash: Option<TestCrash>,
 }
 
-/// A deliberate failure inside a worker, to show the page recovers (issue 9 item 4).
+/// A deliberate failure inside a worker, to show the page recovers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestCrash {
     pub after_rows: u64,

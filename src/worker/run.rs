@@ -13,17 +13,18 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, File, MessageChannel, MessageEve
 use super::blob_source::BlobSource;
 use super::http_source::{HttpSource, Traffic};
 use super::protocol::{CrashKind, Envelope, Request, Response, RunSettings, SourceSpec, TestCrash};
-use crate::analysis::Phase;
-use crate::centred::CentredPass;
-use crate::demo;
-use crate::format::set::MAX_JSON_BYTES;
-use crate::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
-use crate::job::{Job, JobOptions};
-use crate::kernel::{self, Precision};
-use crate::neighbours::{nearest, Matrix};
-use crate::pass::{shares_for, PassPartial, Share};
-use crate::remote::{self, HfRepo, RemoteError, HF_INDEX_FILE, HF_SINGLE_FILE};
-use crate::source::{ByteSource, ReadError, SliceSource};
+use crate::explain::centred::CentredPass;
+use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
+use crate::explain::neighbours::nearest;
+use crate::pass::kernel::{self, Precision};
+use crate::pass::shares::{shares_for, PassPartial, Share};
+use crate::read::demo;
+use crate::read::format::set::MAX_JSON_BYTES;
+use crate::read::matrix::Matrix;
+use crate::read::remote::{self, HfRepo, RemoteError, HF_INDEX_FILE, HF_SINGLE_FILE};
+use crate::read::source::{ByteSource, ReadError, SliceSource};
+use crate::run::analysis::Phase;
+use crate::run::job::{Job, JobOptions};
 
 /// How long the analysis loop may run before it lets messages in (Cancel, StopEarly, a new run).
 const TASK_YIELD_MS: f64 = 50.0;
@@ -238,7 +239,7 @@ impl Pacer {
             true
         } else {
             // Each step must be a fresh call from JavaScript: V8 never swaps optimised code into a
-            // wasm call already running (`shared/toolchain.md`, "V8 tier-up trap").
+            // wasm call already running (ARCHITECTURE.md, "Facts the code relies on").
             yield_microtask().await;
             false
         }
@@ -524,7 +525,7 @@ async fn benchmark(peak_iterations: u64, dim: u64, rows: u64) -> Response {
     let (dim, rows) = (dim.clamp(8, 16384) as usize, rows.clamp(64, 1 << 16) as usize);
     // Short runs first make every timed function hot. V8 compiles the optimised code in the
     // background and only later calls use it (a running call is never switched: the "tier-up trap"
-    // of `shared/toolchain.md`), so the timed runs wait for it; measured without this wait, the
+    // of ARCHITECTURE.md, "Facts the code relies on"), so the timed runs wait for it; measured without this wait, the
     // peak loop ran at 4 GFLOP/s instead of ~40.
     for _ in 0..2 {
         let _ = kernel::bench::peak_f32x4_gflops(peak_iterations / 1000 + 1, false);

@@ -72,7 +72,7 @@ test("a broken file gets its specific message and the next file still works", as
       "not-2d": /shape \[2, 4, 4\].*must be 2-D/,
       "all-rows-zero": /only 0 usable row\(s\) of 16 \(16 all-zero/,
       "unknown-dtype": /dtype Q7 cannot be analysed/,
-      // Other kinds of file under a model's name (issue 9, item 3): named by their first bytes.
+      // Other kinds of file under a model's name: named by their first bytes.
       "not-safetensors": /is a zip archive: extract it/,
       "foreign-pytorch-zip": /is a PyTorch checkpoint \(zip archive with data\.pkl\).*save_file/,
       "foreign-git-lfs-pointer": /is a Git LFS pointer, not the weights.*git lfs pull/,

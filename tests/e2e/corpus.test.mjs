@@ -1,4 +1,4 @@
-// The malformed-file corpus (issue 9 item 5; src/corpus.rs, written by `orthoscope-fixtures corpus`):
+// The malformed-file corpus (src/fixtures/corpus.rs, written by `orthoscope-fixtures corpus`):
 // every case is dropped into one page in turn. Each must end in a readable message (role=alert)
 // that mentions what is wrong, or in the result the CLI gives; no console, page or worker error may
 // escape; and a valid file analysed after the whole corpus gives the CLI's ε.
@@ -43,7 +43,7 @@ test("every corpus input dropped in turn gets a readable message or the CLI's re
     assert.equal(r.status, "done", r.text);
     assert.ok(Math.abs(r.report.epsilon - cliReport(good).epsilon) < 1e-6, "a valid file after the corpus");
     // A wasm memory only grows: the lead worker's size now is its high-water mark over the opening
-    // demo, the whole corpus and this file (issue 9: under 600 MB whatever a header claims).
+    // demo, the whole corpus and this file (under 600 MB whatever a header claims).
     const wasm = r.report.peak_wasm_bytes;
     assert.ok(typeof wasm === "number" && wasm > 0 && wasm < 600e6, `peak_wasm_bytes ${wasm}`);
     console.log(`${manifest.length} corpus cases in ${Date.now() - started} ms; lead worker's wasm memory after them all: ${wasm} bytes`);

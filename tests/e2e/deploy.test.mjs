@@ -1,4 +1,4 @@
-// Test (d) of issue 6: the release build deployed under a sub-path of a static host, with the page's
+// The release build deployed under a sub-path of a static host, with the page's
 // Content-Security-Policy in force. Two deployments are checked:
 //   - SUBPATH_DIST, built by scripts/test.sh with
 //       trunk build --release --public-url /sub/path/ --dist target/deploy/sub/path

@@ -1,4 +1,4 @@
-// Why ε is what it is (issue 10 items 2–5): the geometry side by side in the compare view, the tail
+// Why ε is what it is: the geometry side by side in the compare view, the tail
 // explorer with token strings, centred statistics, and the unembedding views.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// End to end, issue 3: shards (with and without index, a stray file, a missing shard), a whole
+// End to end: shards (with and without index, a stray file, a missing shard), a whole
 // folder, GGUF (quantised, split) and .npy, each equal to the CLI's result on the same files.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

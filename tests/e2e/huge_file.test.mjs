@@ -1,4 +1,4 @@
-// Issue 3, "Huge files": a 10 GiB safetensors shard with the embedding stored past the 4 GiB mark
+// Huge files: a 10 GiB safetensors shard with the embedding stored past the 4 GiB mark
 // works in the browser and the CLI, and the page's memory is bounded by the work, not by the file
 // (report.peak_wasm_bytes < 300 MB). The file is sparse (`orthoscope generate-sparse`): only its
 // header and the 16384×1024 bf16 embedding at its end are written, so it costs ~32 MB of disk; it is

@@ -1,4 +1,4 @@
-// End to end: the two worker builds (issue 8 item 3). Chromium validates relaxed SIMD, so the page
+// End to end: the two worker builds. Chromium validates relaxed SIMD, so the page
 // loads the relaxed build by default and the plain simd128 one with ?kernel=simd128; both give the
 // CLI's ε within the f32 kernel's tolerance, and each report names the kernel that ran. Also: a
 // worker of the bench's own answers a Benchmark request (the way scripts/bench.sh measures

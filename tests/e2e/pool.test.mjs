@@ -1,4 +1,4 @@
-// The worker pool (issue 8 item 1, issue 9 item 4): a pass split over workers gives the one-worker ε,
+// The worker pool : a pass split over workers gives the one-worker ε,
 // Cancel stops the pool and the next file works, and a worker that crashes mid-run yields a message
 // within 2 s, after which the rebuilt pool analyses the next file correctly.
 import { test, before, after } from "node:test";

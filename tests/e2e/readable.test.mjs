@@ -1,4 +1,4 @@
-// A result a researcher can read (issue 7): the comparison across models, the Table-1 map and the
+// A result a researcher can read: the comparison across models, the Table-1 map and the
 // overlays (counted marks and inked pixels), keyboard-only control of a long run, drops anywhere,
 // explicit list choices, axe-core in light and dark, and screenshots at 1280 and 375 px.
 import { test, before, after } from "node:test";

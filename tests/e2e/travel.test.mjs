@@ -1,4 +1,4 @@
-// Results that travel (issue 6): the permalink opened in a fresh browser with no file and no other
+// Results that travel: the permalink opened in a fresh browser with no file and no other
 // origin, corrupt and foreign fragments, the embed card in a 640×420 iframe on another origin with
 // its postMessage protocol, and the exports with their file names.
 import { test, before, after } from "node:test";

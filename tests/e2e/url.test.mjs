@@ -1,4 +1,4 @@
-// End to end, issue 6: a model opened by URL (`?url=`, `?hf=`, the address field) is read with HTTP
+// End to end: a model opened by URL (`?url=`, `?hf=`, the address field) is read with HTTP
 // Range requests from a second local server on another origin (tests/e2e/range_server.mjs):
 // the header and the embedding's bytes only, equal to the CLI's result; each way a host can fail
 // gets its own message and the page stays usable; and Cancel and re-runs make no request at all.

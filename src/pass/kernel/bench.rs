@@ -1,0 +1,145 @@
+//! Speed measurements: a clock the kernels can read in every build, and the peak microbenchmark
+//! that the Gram kernel's GFLOP/s is compared with ("kernel GFLOP/s next to a peak").
+//!
+//! `std::time::Instant` panics on wasm32-unknown-unknown, so the browser worker hands in its own
+//! clock ([`set_clock`], `performance.now`); native builds default to `Instant`.
+
+use std::sync::OnceLock;
+
+static CLOCK: OnceLock<fn() -> f64> = OnceLock::new();
+
+/// Sets the millisecond clock used for kernel timings (first call wins).
+pub fn set_clock(now_ms: fn() -> f64) {
+    let _ = CLOCK.set(now_ms);
+}
+
+/// Milliseconds from an arbitrary origin, or None where no clock was given (wasm without
+/// [`set_clock`]).
+pub fn now_ms() -> Option<f64> {
+    if let Some(clock) = CLOCK.get() {
+        return Some(clock());
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+        Some(ORIGIN.get_or_init(std::time::Instant::now).elapsed().as_secs_f64() * 1e3)
+    }
+    #[cfg(target_arch = "wasm32")]
+    None
+}
+
+/// Independent dependency chains in the peak loop: enough to cover the add/multiply latency (3–4
+/// cycles) times two pipes, few enough to stay in 16 vector registers.
+pub const PEAK_CHAINS: usize = 12;
+/// Floating-point operations per peak-loop iteration: each chain does one 4-lane multiply and one
+/// 4-lane add (or one fused multiply-add, counted as two).
+pub const PEAK_FLOPS_PER_ITERATION: f64 = (PEAK_CHAINS * 4 * 2) as f64;
+
+/// The peak multiply-add rate of f32x4 registers, in GFLOP/s: [`PEAK_CHAINS`] chains of
+/// `x = x·m + c` with no memory traffic. `relaxed` uses `f32x4.relaxed_madd` (None unless built with
+/// the `relaxed-simd` feature on wasm). Portable builds run the same loop in plain Rust. None also
+/// when there is no clock.
+pub fn peak_f32x4_gflops(iterations: u64, relaxed: bool) -> Option<f64> {
+    let start = now_ms()?;
+    let checksum = if relaxed { peak_relaxed(iterations)? } else { peak_plain(iterations) };
+    let ms = (now_ms()? - start).max(1e-3);
+    // The checksum keeps the loop from being optimised away.
+    std::hint::black_box(checksum);
+    Some(iterations as f64 * PEAK_FLOPS_PER_ITERATION / ms / 1e6)
+}
+
+/// [`PEAK_CHAINS`] chains of `x = madd(x, m, c)` in f32x4 registers; inlined into its caller so the
+/// relaxed one compiles `madd` with that caller's target feature.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn peak_chains(
+    iterations: u64,
+    madd: impl Fn(core::arch::wasm32::v128, core::arch::wasm32::v128, core::arch::wasm32::v128) -> core::arch::wasm32::v128,
+) -> f32 {
+    use core::arch::wasm32::*;
+    let m = f32x4_splat(std::hint::black_box(0.999_9));
+    let c = f32x4_splat(std::hint::black_box(1e-4));
+    let mut x = [f32x4_splat(1.0); PEAK_CHAINS];
+    for _ in 0..iterations {
+        for v in x.iter_mut() {
+            *v = madd(*v, m, c);
+        }
+    }
+    x.iter().map(|&v| f32x4_extract_lane::<0>(v)).sum()
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn peak_plain(iterations: u64) -> f32 {
+    use core::arch::wasm32::*;
+    peak_chains(iterations, |x, m, c| f32x4_add(f32x4_mul(x, m), c))
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+fn peak_plain(iterations: u64) -> f32 {
+    let m = std::hint::black_box(0.999_9f32);
+    let c = std::hint::black_box(1e-4f32);
+    let mut x = [[1.0f32; 4]; PEAK_CHAINS];
+    for _ in 0..iterations {
+        for v in x.iter_mut() {
+            for l in v.iter_mut() {
+                *l = *l * m + c;
+            }
+        }
+    }
+    x.iter().map(|v| v[0]).sum()
+}
+
+/// The peak loop with one relaxed multiply-add per chain (the relaxed build only).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+fn peak_relaxed(iterations: u64) -> Option<f32> {
+    use core::arch::wasm32::*;
+    #[target_feature(enable = "relaxed-simd")]
+    fn chains(iterations: u64) -> f32 {
+        peak_chains(iterations, |x, m, c| f32x4_relaxed_madd(x, m, c))
+    }
+    // SAFETY: nothing to uphold on wasm: a module whose engine lacks relaxed SIMD fails validation
+    // as a whole, before any code runs (see `super::relaxed`).
+    #[allow(unused_unsafe)]
+    Some(unsafe { chains(iterations) })
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")))]
+fn peak_relaxed(_iterations: u64) -> Option<f32> {
+    None
+}
+
+/// GFLOP/s of the Gram update this build runs at `precision`, on `rows` pseudo-random unit rows of
+/// `dim` dimensions fed in [`super::MAX_CHUNK_ROWS`]-row calls as the analysis feeds them (two
+/// warm-up calls first, for V8's tier-up). Flops: rows · d_pad² (the upper triangle's d²/2
+/// multiply-adds, two flops each). None without a clock.
+pub fn gram_gflops(dim: usize, rows: usize, precision: super::Precision) -> Option<f64> {
+    use super::{padded_dim, PackedGram, MAX_CHUNK_ROWS};
+    let d = padded_dim(dim);
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut wide = vec![0.0f64; MAX_CHUNK_ROWS * d];
+    for (i, x) in wide.iter_mut().enumerate() {
+        // xorshift: any values will do, only the speed is measured.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        *x = if i % d < dim { (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5 } else { 0.0 };
+    }
+    let mut g = PackedGram::new(dim);
+    let (mut p32, mut p64) = (Vec::new(), Vec::new());
+    let k32 = super::pack_rows_f32(&wide, d, &mut p32);
+    let k64 = super::pack_rows(&wide, d, &mut p64);
+    let call = |g: &mut PackedGram| match precision {
+        super::Precision::F32 => super::gram_update_f32(&p32, k32, g),
+        super::Precision::F64 => super::gram_update(&p64, k64, g),
+    };
+    call(&mut g);
+    call(&mut g);
+    let calls = rows.div_ceil(MAX_CHUNK_ROWS).max(1);
+    let start = now_ms()?;
+    for _ in 0..calls {
+        call(&mut g);
+    }
+    let ms = (now_ms()? - start).max(1e-3);
+    std::hint::black_box(g.frobenius_sq());
+    Some((calls * MAX_CHUNK_ROWS) as f64 * (d * d) as f64 / ms / 1e6)
+}

@@ -1,0 +1,323 @@
+//! The hot loops: the Gram update `G += Σ uᵢuᵢᵀ` and row-against-row dot products.
+//!
+//! Two Gram updates, chosen by [`Precision`]:
+//! - **f32** (default): unit rows normalised in f64 and rounded once to f32; a 4×8 tile of G is
+//!   summed in f32 registers over at most [`MAX_CHUNK_ROWS`] rows, then folded into the f64 G. About
+//!   twice the f64 kernel's speed (four lanes instead of two). Its error is inside |Δε| ≤ 1e-7 and
+//!   |Δσ|/σ ≤ 1e-6 for σ ≥ 1e-3 (`tests/f32_kernel.rs`), except when the cosines are so
+//!   concentrated that σ² drowns in the rounding of E[cos²]: `analysis` then picks f64
+//!   ([`f32_suffices`]).
+//! - **f64**: f64 unit rows, products and sums; matches an all-pairs float64 loop to 1e-9.
+//!
+//! The histogram's `dots` stay f32: a 1/150-wide bin does not need more.
+//!
+//! Implementations: [`portable`] (native builds, tests) and [`simd`] (explicit `core::arch::wasm32`
+//! f64x2/f32x4, used whenever simd128 is enabled, because LLVM does not vectorise these loops well for
+//! wasm: ARCHITECTURE.md, "Facts the code relies on") share one arithmetic order and agree bit for bit. `relaxed` (cargo
+//! feature `relaxed-simd`, wasm only) uses `f32x4.relaxed_madd`, which may fuse the multiply-add: it
+//! agrees with the others within the tolerance above, not bit for bit. It is a separate worker build
+//! because one relaxed instruction anywhere makes Safari reject the whole module.
+//!
+//! Rows are stored zero-padded to a multiple of [`LANES`] so that every vector load is whole; the
+//! padding adds nothing to any dot product.
+
+pub mod bench;
+pub mod portable;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+pub mod relaxed;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub mod simd;
+
+use serde::{Deserialize, Serialize};
+
+/// Arithmetic of the Gram pass (`?precision=`; the CLI's `--precision`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// f32 tiles folded into an f64 G, unless the sample says σ is inside the f32 noise.
+    #[default]
+    F32,
+    /// f64 throughout.
+    F64,
+}
+
+impl Precision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        }
+    }
+}
+
+/// Smallest σ the f32 kernel is trusted with (the exactness target, |Δσ|/σ ≤ 1e-6, holds for σ ≥ 1e-3; the sample's σ
+/// is an estimate, hence the margin).
+pub const F32_MIN_SIGMA: f64 = 2e-3;
+/// Largest E[cos²]/σ² = (μ² + σ²)/σ² the f32 kernel is trusted with. σ² = E[cos²] − μ², so a
+/// rounding of relative size δ in E[cos²] becomes δ·E[cos²]/(2σ²) in σ. Measured with centred rows
+/// (`stats::GramMoments`, `tests/f32_kernel.rs`): |Δσ|/σ = 9e-8 at E[cos²]/σ² = 2.1e4 (μ = 0.9,
+/// σ = 6e-3, d = 515); 1e5 leaves a factor of two below 1e-6 if the error grows in proportion.
+pub const F32_MAX_CONCENTRATION: f64 = 1e5;
+
+/// Whether the f32 kernel meets the exactness targets (|Δε| ≤ 1e-7, |Δσ|/σ ≤ 1e-6) for cosines with this mean and spread
+/// (from the histogram's sample, before the pass). Why not: `Err` with a short reason for the report.
+pub fn f32_suffices(mu: f64, sigma: f64) -> Result<(), String> {
+    if sigma.is_nan() || sigma < F32_MIN_SIGMA {
+        return Err(format!("σ ≈ {sigma:.1e} in the sample is below {F32_MIN_SIGMA:.0e}, inside the f32 noise"));
+    }
+    let concentration = (mu * mu + sigma * sigma) / (sigma * sigma);
+    if concentration > F32_MAX_CONCENTRATION {
+        return Err(format!(
+            "μ ≈ {mu:.3} with σ ≈ {sigma:.1e} in the sample: σ² would drown in the f32 rounding of E[cos²]"
+        ));
+    }
+    Ok(())
+}
+
+/// Rows are padded to a multiple of this many `f32`.
+pub const LANES: usize = 8;
+/// Height of one Gram tile (dimensions held as broadcast scalars).
+pub const TILE_A: usize = 4;
+/// Rows per kernel call: enough to amortise loading and storing each Gram tile, few enough that a
+/// call stays short (V8 tier-up, progress points).
+pub const MAX_CHUNK_ROWS: usize = 64;
+/// Row panels of G updated together while one column panel of the chunk sits in L1: without this
+/// blocking each row panel streams the whole packed chunk (2 MB at d = 4096) through the cache.
+pub const PANEL_BLOCK: usize = 16;
+
+/// `dim` rounded up to a whole number of lanes.
+pub fn padded_dim(dim: usize) -> usize {
+    dim.div_ceil(LANES) * LANES
+}
+
+/// The upper triangle of the d×d Gram matrix G = Σ uᵢuᵢᵀ, in f64, stored by panels of
+/// [`TILE_A`] rows: panel `p` holds rows `4p..4p+4` from column `(4p) rounded down to 8` to the end.
+/// That is about d²/2 values, never the full square.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PackedGram {
+    dim_padded: usize,
+    offsets: Vec<usize>,
+    values: Vec<f64>,
+}
+
+impl PackedGram {
+    pub fn new(dim: usize) -> Self {
+        let dim_padded = padded_dim(dim);
+        let mut offsets = Vec::with_capacity(dim_padded / TILE_A + 1);
+        let mut total = 0usize;
+        for p in 0..dim_padded / TILE_A {
+            offsets.push(total);
+            total += TILE_A * (dim_padded - Self::panel_start(p));
+        }
+        offsets.push(total);
+        Self { dim_padded, offsets, values: vec![0.0; total] }
+    }
+
+    /// First column stored for panel `p`.
+    #[inline]
+    pub fn panel_start(p: usize) -> usize {
+        (p * TILE_A) / LANES * LANES
+    }
+
+    pub fn dim_padded(&self) -> usize {
+        self.dim_padded
+    }
+
+    /// Number of panels (d_pad / 4).
+    pub fn panels(&self) -> usize {
+        self.dim_padded / TILE_A
+    }
+
+    /// The values of panel `p`: `TILE_A` rows of `dim_padded - panel_start(p)` columns.
+    #[inline]
+    pub fn panel_mut(&mut self, p: usize) -> &mut [f64] {
+        let (lo, hi) = (self.offsets[p], self.offsets[p + 1]);
+        &mut self.values[lo..hi]
+    }
+
+    /// ‖G‖_F² = Σ_{a,b} G_ab², read from the upper triangle (off-diagonal entries count twice).
+    pub fn frobenius_sq(&self) -> f64 {
+        self.frobenius_sq_plus(|_, _| 0.0)
+    }
+
+    /// ‖G + E‖_F² for a symmetric E given entry by entry (a ≤ b), without storing G + E: the f32
+    /// pass keeps G of centred rows and adds the centre's rank-2 terms here (`stats::GramMoments`).
+    pub fn frobenius_sq_plus(&self, extra: impl Fn(usize, usize) -> f64) -> f64 {
+        let mut total = 0.0f64;
+        for p in 0..self.panels() {
+            let c0 = Self::panel_start(p);
+            let width = self.dim_padded - c0;
+            let panel = &self.values[self.offsets[p]..self.offsets[p + 1]];
+            for t in 0..TILE_A {
+                let a = p * TILE_A + t;
+                for (j, &g) in panel[t * width..(t + 1) * width].iter().enumerate() {
+                    let b = c0 + j;
+                    if b >= a {
+                        let g = g + extra(a, b);
+                        total += if b > a { 2.0 * g * g } else { g * g };
+                    }
+                }
+            }
+        }
+        total
+    }
+
+    /// Adds a symmetric E, given entry by entry (a ≤ b), to the stored triangle.
+    pub fn add_entries(&mut self, extra: impl Fn(usize, usize) -> f64) {
+        for p in 0..self.panels() {
+            let c0 = Self::panel_start(p);
+            let width = self.dim_padded - c0;
+            let (lo, hi) = (self.offsets[p], self.offsets[p + 1]);
+            for t in 0..TILE_A {
+                let a = p * TILE_A + t;
+                for (j, g) in self.values[lo..hi][t * width..(t + 1) * width].iter_mut().enumerate() {
+                    let b = c0 + j;
+                    if b >= a {
+                        *g += extra(a, b);
+                    }
+                }
+            }
+        }
+    }
+
+    /// vᵀ G v for a vector of length ≥ dim (used for the spread of per-row mean cosines).
+    pub fn quadratic_form(&self, v: &[f64]) -> f64 {
+        let mut total = 0.0f64;
+        for p in 0..self.panels() {
+            let c0 = Self::panel_start(p);
+            let width = self.dim_padded - c0;
+            let panel = &self.values[self.offsets[p]..self.offsets[p + 1]];
+            for t in 0..TILE_A {
+                let a = p * TILE_A + t;
+                let va = v.get(a).copied().unwrap_or(0.0);
+                for (j, &g) in panel[t * width..(t + 1) * width].iter().enumerate() {
+                    let b = c0 + j;
+                    let vb = v.get(b).copied().unwrap_or(0.0);
+                    if b > a {
+                        total += 2.0 * g * va * vb;
+                    } else if b == a {
+                        total += g * va * va;
+                    }
+                }
+            }
+        }
+        total
+    }
+
+    /// Adds another accumulator's values (partials from several workers add up to one answer).
+    /// G_ab (either order; the triangle is symmetric). Zero outside the padded dimension.
+    pub fn get(&self, a: usize, b: usize) -> f64 {
+        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+        if b >= self.dim_padded {
+            return 0.0;
+        }
+        let p = a / TILE_A;
+        let c0 = Self::panel_start(p);
+        let width = self.dim_padded.saturating_sub(c0);
+        let Some(&offset) = self.offsets.get(p) else { return 0.0 };
+        self.values.get(offset + (a - p * TILE_A) * width + (b - c0)).copied().unwrap_or(0.0)
+    }
+
+    pub fn merge(&mut self, other: &PackedGram) {
+        for (a, b) in self.values.iter_mut().zip(&other.values) {
+            *a += b;
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.values.len() * 8
+    }
+}
+
+/// Copies up to [`MAX_CHUNK_ROWS`] f64 rows (`dim_padded` each) into the kernel's packed layout:
+/// column panels of 4, `packed[(j * k + r) * 4 + l] = rows[r][4j + l]`. Both operands of a Gram tile
+/// are then read as contiguous streams instead of 64 rows a whole row apart (measured: the strided
+/// form ran at half the speed for d = 1024). Returns k, the number of rows packed.
+pub fn pack_rows(rows: &[f64], dim_padded: usize, packed: &mut Vec<f64>) -> usize {
+    if dim_padded == 0 {
+        return 0;
+    }
+    let k = (rows.len() / dim_padded).min(MAX_CHUNK_ROWS);
+    packed.clear();
+    packed.resize(k * dim_padded, 0.0);
+    for (r, row) in rows.chunks_exact(dim_padded).take(k).enumerate() {
+        for (j, quad) in row.chunks_exact(4).enumerate() {
+            let at = (j * k + r) * 4;
+            packed[at..at + 4].copy_from_slice(quad);
+        }
+    }
+    k
+}
+
+/// Rounds up to [`MAX_CHUNK_ROWS`] f64 unit rows (`dim_padded` each) to f32, once, into the f32
+/// kernel's layout: column octets, `packed[(q * k + r) * 8 + l] = rows[r][8q + l]`, so a 4×8 tile
+/// reads its 4 row-dimensions (half an octet) and its 8 column-dimensions as two contiguous streams.
+/// Returns k, the number of rows packed.
+pub fn pack_rows_f32(rows: &[f64], dim_padded: usize, packed: &mut Vec<f32>) -> usize {
+    if dim_padded == 0 {
+        return 0;
+    }
+    let k = (rows.len() / dim_padded).min(MAX_CHUNK_ROWS);
+    packed.clear();
+    packed.resize(k * dim_padded, 0.0);
+    for (r, row) in rows.chunks_exact(dim_padded).take(k).enumerate() {
+        for (q, octet) in row.chunks_exact(LANES).enumerate() {
+            let at = (q * k + r) * LANES;
+            for (o, &x) in packed[at..at + LANES].iter_mut().zip(octet) {
+                *o = x as f32;
+            }
+        }
+    }
+    k
+}
+
+/// Adds Σ_r u_r u_rᵀ over `k` f32 rows packed by [`pack_rows_f32`] into `g`: each 4×8 tile summed
+/// in f32 over the k rows, then added to G in f64. Dispatches to the relaxed or plain SIMD kernel
+/// when compiled in.
+pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+    relaxed::gram_update_f32(packed, k, g);
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
+    simd::gram_update_f32(packed, k, g);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    portable::gram_update_f32(packed, k, g);
+}
+
+/// Adds Σ_r u_r u_rᵀ over `k` rows packed by [`pack_rows`] into `g`, in f64. Dispatches to the SIMD
+/// kernel when compiled in.
+pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    simd::gram_update(packed, k, g);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    portable::gram_update(packed, k, g);
+}
+
+/// Rows of `b` that [`dots`] takes against every row of `a` before moving on (even, so the 2×2
+/// tiles never straddle two blocks): 16 rows of d = 4096 f32 are 256 KiB, which stay in L2 while
+/// all of `a` passes over them. Without the blocking every pair of `a` rows streamed all of `b`
+/// from memory (32 MB for a 2048-row sample at d = 4096).
+pub const DOTS_B_BLOCK: usize = 16;
+
+/// `out[i * nb + j] = a_i · b_j` for rows of `a` and `b` (each `dim_padded` long).
+pub fn dots(a: &[f32], b: &[f32], dim_padded: usize, out: &mut [f32]) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    simd::dots(a, b, dim_padded, out);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    portable::dots(a, b, dim_padded, out);
+}
+
+/// Which kernel this build runs: "relaxed-simd" (the worker built with the cargo feature
+/// `relaxed-simd`), "simd128" or "portable", for the report and the benchmark. The f64 Gram update
+/// has no relaxed form: with [`Precision::F64`] the relaxed build runs the simd128 kernel.
+pub fn kernel_name(precision: Precision) -> &'static str {
+    if cfg!(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))
+        && precision == Precision::F32
+    {
+        "relaxed-simd"
+    } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+        "simd128"
+    } else {
+        "portable"
+    }
+}

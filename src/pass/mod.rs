@@ -1,0 +1,17 @@
+//! Layer 2, **pass**: rows → statistics → estimates. One pass over an embedding's rows.
+//!
+//! - [`plan`]: the seeded order rows are visited in.
+//! - [`kernel`]: the hot loops (f32x4 SIMD on wasm, portable/AVX2 natively) that add unit rows to G.
+//! - [`stats`]: mergeable moments, the histogram sample, row counts.
+//! - [`accumulate`]: the exact pass's accumulator (Gram triangle or unit rows, whichever is smaller).
+//! - [`shares`]: how a pass is split between workers or threads and merged back.
+//! - [`estimate`]: ε, its uncertainty, the four capacity bounds and the class (docs/method.md §2–3).
+//!
+//! It reads rows only through [`crate::read`] and knows nothing of reports or views.
+
+pub mod accumulate;
+pub mod estimate;
+pub mod kernel;
+pub mod plan;
+pub mod shares;
+pub mod stats;

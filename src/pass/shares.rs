@@ -1,0 +1,174 @@
+//! Shares of the Gram pass, for several workers (browser) or threads (CLI) at once.
+//!
+//! The pass visits the plan's blocks in a seeded random order (`plan`). A pass of N shares gives
+//! share w the blocks at positions ≡ w (mod N) of that order, so every share is itself a random
+//! subset of blocks, and so is the union of any prefixes of them: the stratified running estimate
+//! (`analysis`) holds for one share alone and for any merge of shares. What a share accumulates —
+//! s = Σuᵢ, G = Σuᵢuᵢᵀ and the row counts (`stats::GramMoments`), the within-block sums and the
+//! number of blocks visited — is a sum over its rows, so partials over disjoint blocks add up to
+//! the one-pass answer (`docs/method.md` §1: μ and σ over all pairs need only s and G).
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::pass::accumulate::PairAccumulator;
+use crate::pass::stats::GramMoments;
+
+/// Memory all workers' accumulators may take together (≤ 600 MB at d = 8192, where one
+/// f64 Gram triangle alone is 268 MB).
+pub const POOL_MEMORY_BUDGET: u64 = 600_000_000;
+
+/// Most workers the page starts (`navigator.hardwareConcurrency`, capped).
+pub const MAX_WORKERS: u32 = 16;
+
+/// Which part of the pass a worker runs: the plan's blocks at positions ≡ `index` (mod `of`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Share {
+    pub index: u32,
+    pub of: u32,
+}
+
+impl Share {
+    /// The whole pass.
+    pub const WHOLE: Share = Share { index: 0, of: 1 };
+
+    /// Share `index` of `of`; None unless `index < of`.
+    pub fn new(index: u32, of: u32) -> Option<Share> {
+        (index < of).then_some(Share { index, of })
+    }
+
+    /// Whether the block at position `position` of the plan's order is this share's.
+    pub fn owns(&self, position: usize) -> bool {
+        position % self.of.max(1) as usize == self.index as usize
+    }
+
+    /// How many of the first `blocks` positions are this share's.
+    pub fn count_below(&self, blocks: usize) -> usize {
+        let (index, of) = (self.index as usize, self.of.max(1) as usize);
+        if blocks <= index {
+            0
+        } else {
+            (blocks - index).div_ceil(of)
+        }
+    }
+}
+
+/// How many workers a tensor's pass is split over: as many as asked, but no more than the memory
+/// budget holds accumulators of `accumulator_bytes` each, and always at least one.
+pub fn shares_for(requested: u32, accumulator_bytes: u64) -> u32 {
+    let fit = POOL_MEMORY_BUDGET / accumulator_bytes.max(1);
+    requested.clamp(1, MAX_WORKERS).min(fit.clamp(1, MAX_WORKERS as u64) as u32)
+}
+
+/// What one share of the pass has accumulated; partials over disjoint blocks merge exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PassPartial {
+    pub gram: PairAccumulator,
+    /// Σ cos, Σ cos², pair count over pairs inside the visited blocks (the running estimate's
+    /// within-block stratum).
+    pub within: (f64, f64, u64),
+    /// Blocks of the plan visited.
+    pub blocks_seen: u64,
+}
+
+/// Why a partial could not be taken in.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum PassError {
+    /// The bytes a worker posted are not a partial of this build (a truncated or foreign message).
+    #[error("a worker's partial result could not be read ({0}); run the analysis again")]
+    Unreadable(String),
+    /// A partial of another tensor's width: the workers did not analyse the same matrix.
+    #[error(
+        "a worker's partial result has d = {got}, this pass has d = {expected}: the workers read different tensors"
+    )]
+    DimMismatch { expected: usize, got: usize },
+    /// Together the partials claim more blocks than the plan has: one was counted twice.
+    #[error("the workers' partial results cover {seen} blocks of a {total}-block pass: one was counted twice")]
+    TooManyBlocks { seen: u64, total: u64 },
+}
+
+impl PassPartial {
+    /// Nothing accumulated yet, for a matrix of width `dim`.
+    pub fn empty(dim: usize) -> Self {
+        Self { gram: PairAccumulator::Gram(GramMoments::new(dim)), within: (0.0, 0.0, 0), blocks_seen: 0 }
+    }
+
+    /// Adds another share's partial (over blocks disjoint from this one's).
+    pub fn merge(&mut self, other: &PassPartial) -> Result<(), PassError> {
+        // Same width is the invariant; the routes or precisions may differ (the accumulator's merge
+        // folds them), and so may their sizes (a row route holds the rows it kept).
+        if other.gram.dim() != self.gram.dim() {
+            return Err(PassError::DimMismatch { expected: self.gram.dim(), got: other.gram.dim() });
+        }
+        self.gram.merge(&other.gram);
+        self.within = (self.within.0 + other.within.0, self.within.1 + other.within.1, self.within.2 + other.within.2);
+        self.blocks_seen += other.blocks_seen;
+        Ok(())
+    }
+
+    /// Compact bytes for a worker message (postcard: f64 as 8 raw bytes, counts as varints).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Serialising plain numbers and vectors into a Vec cannot fail.
+        postcard::to_allocvec(self).unwrap_or_default()
+    }
+
+    /// Reads [`PassPartial::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<PassPartial, PassError> {
+        postcard::from_bytes(bytes).map_err(|e| PassError::Unreadable(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_partition_the_positions() {
+        let of = 3;
+        let shares: Vec<Share> = (0..of).filter_map(|i| Share::new(i, of)).collect();
+        assert_eq!(Share::new(3, 3), None);
+        for p in 0..20 {
+            assert_eq!(shares.iter().filter(|s| s.owns(p)).count(), 1, "position {p}");
+        }
+        for blocks in 0..20 {
+            let total: usize = shares.iter().map(|s| s.count_below(blocks)).sum();
+            assert_eq!(total, blocks);
+            for s in &shares {
+                assert_eq!(s.count_below(blocks), (0..blocks).filter(|&p| s.owns(p)).count());
+            }
+        }
+    }
+
+    #[test]
+    fn the_memory_budget_bounds_the_workers() {
+        // d = 8192: one triangle is 8192·8193/2·8 bytes = 268 MB, so two fit in 600 MB.
+        let d8192 = 8192u64 * 8193 / 2 * 8;
+        assert_eq!(shares_for(8, d8192), 2);
+        assert_eq!(shares_for(8, 700_000_000), 1);
+        assert_eq!(shares_for(0, 1000), 1);
+        assert_eq!(shares_for(99, 1000), MAX_WORKERS);
+        assert_eq!(shares_for(4, 16_000_000), 4);
+    }
+
+    #[test]
+    fn a_partial_survives_its_bytes_and_refuses_garbage() {
+        let mut p = PassPartial::empty(5);
+        let rows = vec![0.6f64, 0.8, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        p.gram.add_unit_rows(&rows);
+        p.gram.record(crate::read::matrix::RowFate::Kept);
+        p.gram.record(crate::read::matrix::RowFate::Kept);
+        p.within = (0.1, 0.2, 3);
+        p.blocks_seen = 4;
+        let back = PassPartial::from_bytes(&p.to_bytes()).unwrap();
+        assert_eq!(back.to_bytes(), p.to_bytes());
+        assert_eq!(back.gram.moments(), p.gram.moments());
+        // The sums, not the scratch buffers (those are not sent).
+        let (PairAccumulator::Gram(a), PairAccumulator::Gram(b)) = (&back.gram, &p.gram) else {
+            panic!("five columns and two rows take the Gram route");
+        };
+        assert_eq!((a.gram(), a.sum(), a.counts), (b.gram(), b.sum(), b.counts));
+        assert!(matches!(PassPartial::from_bytes(&[1, 2, 3]), Err(PassError::Unreadable(_))));
+        let mut other = PassPartial::empty(6);
+        assert_eq!(other.merge(&p), Err(PassError::DimMismatch { expected: 6, got: 5 }));
+    }
+}

@@ -1,0 +1,440 @@
+//! Model file formats: each turns a header into the same [`TensorInfo`] list, and [`decode`] turns
+//! raw row bytes of any supported [`DType`] into `f32`.
+
+pub mod decode;
+pub mod ggml;
+pub mod gguf;
+pub mod npy;
+pub mod safetensors;
+pub mod set;
+pub mod sniff;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::read::source::{ByteSource, ReadError};
+
+/// Element types found in model files. Names follow safetensors (`F32`, `BF16`, …) and ggml (`Q8_0`, …).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DType {
+    F64,
+    F32,
+    F16,
+    BF16,
+    F8E4M3,
+    F8E5M2,
+    Bool,
+    U8,
+    I8,
+    U16,
+    I16,
+    U32,
+    I32,
+    U64,
+    I64,
+    /// ggml block-quantised types (GGUF): elements per block and bytes per block are fixed.
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    Q8_0,
+    Q2K,
+    Q3K,
+    Q4K,
+    Q5K,
+    Q6K,
+    Q8K,
+    /// A type this build does not know: listed, never decoded.
+    Other(String),
+}
+
+impl DType {
+    /// Parses a safetensors dtype string. Unknown names become [`DType::Other`] so that one exotic
+    /// tensor elsewhere in a checkpoint does not stop the embedding from being read.
+    pub fn from_safetensors(name: &str) -> DType {
+        match name {
+            "F64" => DType::F64,
+            "F32" => DType::F32,
+            "F16" => DType::F16,
+            "BF16" => DType::BF16,
+            "F8_E4M3" => DType::F8E4M3,
+            "F8_E5M2" => DType::F8E5M2,
+            "BOOL" => DType::Bool,
+            "U8" => DType::U8,
+            "I8" => DType::I8,
+            "U16" => DType::U16,
+            "I16" => DType::I16,
+            "U32" => DType::U32,
+            "I32" => DType::I32,
+            "U64" => DType::U64,
+            "I64" => DType::I64,
+            other => DType::Other(other.to_string()),
+        }
+    }
+
+    /// The name as files spell it.
+    pub fn name(&self) -> &str {
+        match self {
+            DType::F64 => "F64",
+            DType::F32 => "F32",
+            DType::F16 => "F16",
+            DType::BF16 => "BF16",
+            DType::F8E4M3 => "F8_E4M3",
+            DType::F8E5M2 => "F8_E5M2",
+            DType::Bool => "BOOL",
+            DType::U8 => "U8",
+            DType::I8 => "I8",
+            DType::U16 => "U16",
+            DType::I16 => "I16",
+            DType::U32 => "U32",
+            DType::I32 => "I32",
+            DType::U64 => "U64",
+            DType::I64 => "I64",
+            DType::Q4_0 => "Q4_0",
+            DType::Q4_1 => "Q4_1",
+            DType::Q5_0 => "Q5_0",
+            DType::Q5_1 => "Q5_1",
+            DType::Q8_0 => "Q8_0",
+            DType::Q2K => "Q2_K",
+            DType::Q3K => "Q3_K",
+            DType::Q4K => "Q4_K",
+            DType::Q5K => "Q5_K",
+            DType::Q6K => "Q6_K",
+            DType::Q8K => "Q8_K",
+            DType::Other(s) => s,
+        }
+    }
+
+    /// (elements per block, bytes per block); plain types are blocks of one element.
+    /// `None` for a type whose layout is unknown.
+    pub fn block(&self) -> Option<(u64, u64)> {
+        Some(match self {
+            DType::F64 | DType::U64 | DType::I64 => (1, 8),
+            DType::F32 | DType::U32 | DType::I32 => (1, 4),
+            DType::F16 | DType::BF16 | DType::U16 | DType::I16 => (1, 2),
+            DType::F8E4M3 | DType::F8E5M2 | DType::Bool | DType::U8 | DType::I8 => (1, 1),
+            // ggml block layouts (ggml-common.h): QK4_0 = QK8_0 = 32, QK_K = 256.
+            DType::Q4_0 => (32, 18),
+            DType::Q4_1 => (32, 20),
+            DType::Q5_0 => (32, 22),
+            DType::Q5_1 => (32, 24),
+            DType::Q8_0 => (32, 34),
+            DType::Q2K => (256, 84),
+            DType::Q3K => (256, 110),
+            DType::Q4K => (256, 144),
+            DType::Q5K => (256, 176),
+            DType::Q6K => (256, 210),
+            DType::Q8K => (256, 292),
+            DType::Other(_) => return None,
+        })
+    }
+
+    /// Bytes taken by `elems` elements, or `None` when the count is not a whole number of blocks
+    /// or overflows.
+    pub fn bytes_for(&self, elems: u64) -> Option<u64> {
+        let (per_block, block_bytes) = self.block()?;
+        if !elems.is_multiple_of(per_block) {
+            return None;
+        }
+        (elems / per_block).checked_mul(block_bytes)
+    }
+
+    /// Whether [`decode::decode_rows`] can turn this type into `f32`.
+    pub fn is_float(&self) -> bool {
+        !matches!(
+            self,
+            DType::Bool
+                | DType::U8
+                | DType::I8
+                | DType::U16
+                | DType::I16
+                | DType::U32
+                | DType::I32
+                | DType::U64
+                | DType::I64
+                | DType::Other(_)
+        )
+    }
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One tensor of a model file, in the terms every format shares.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorInfo {
+    pub name: String,
+    pub dtype: DType,
+    /// Row-major shape, outermost first (GGUF's `ne` order is reversed into this on reading).
+    pub shape: Vec<u64>,
+    /// Absolute byte range `[start, end)` in its file.
+    pub byte_range: (u64, u64),
+    /// Index of the file that holds it, in the list of files given.
+    pub file: usize,
+}
+
+impl TensorInfo {
+    /// `(rows, dim)` when the tensor is a matrix.
+    pub fn matrix(&self) -> Option<(u64, u64)> {
+        match self.shape.as_slice() {
+            [rows, dim] => Some((*rows, *dim)),
+            _ => None,
+        }
+    }
+}
+
+/// What a format reader found in one or more files.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The format, as shown to the user ("safetensors", "gguf", "npy").
+    pub format: String,
+    pub tensors: Vec<TensorInfo>,
+    /// Vocabulary size when the file says so (GGUF tokenizer, config.json).
+    pub vocab_size: Option<u64>,
+    /// The tokens themselves when the file carries them (GGUF `tokenizer.ggml.tokens`), kept for
+    /// views that name tokens; never sent with the tensor list.
+    #[serde(default, skip_serializing)]
+    pub vocab: Vec<String>,
+}
+
+/// Why rows could not be decoded.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum DecodeError {
+    /// The element type is not a floating-point type Orthoscope decodes.
+    #[error("dtype {0} cannot be analysed: Orthoscope reads F32, F16, BF16, F64, F8_E4M3, F8_E5M2 (and ggml quantised types in GGUF)")]
+    Unsupported(String),
+    /// The byte count does not match the row count (a bug in the caller, reported rather than panicking).
+    #[error("internal: {got} bytes given for {rows} rows of {dim} {dtype} elements")]
+    Length { got: usize, rows: usize, dim: usize, dtype: String },
+}
+
+/// The safetensors header may not exceed this many bytes (the reference implementation's limit).
+pub const MAX_HEADER_BYTES: u64 = 100_000_000;
+
+/// A file that cannot be read as a model. Each variant names what, where and which tensor.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum FormatError {
+    /// The file is shorter than the smallest possible header.
+    #[error("{file}: only {len} bytes long, too short to be a {format} file")]
+    TooShort { file: String, format: &'static str, len: u64 },
+    /// The file does not start like any supported format.
+    #[error("{file}: not a model file Orthoscope can read (starts with bytes {magic}); expected .safetensors, .gguf or .npy")]
+    UnknownFormat { file: String, magic: String },
+    /// The declared safetensors header is larger than the 100 MB limit.
+    #[error("{file}: header claims {len} bytes, more than the {max}-byte limit (corrupt or hostile file)")]
+    HeaderTooLarge { file: String, len: u64, max: u64 },
+    /// The declared header runs past the end of the file.
+    #[error("{file}: header claims {header_len} bytes from offset 8, but the file is only {file_len} bytes long (truncated?)")]
+    HeaderPastEof { file: String, header_len: u64, file_len: u64 },
+    /// The header is not valid UTF-8 JSON of the expected shape.
+    #[error("{file}: header is not valid JSON: {message}")]
+    InvalidJson { file: String, message: String },
+    /// A tensor entry lacks a field or has one of the wrong type.
+    #[error("{file}: tensor '{tensor}': {reason}")]
+    InvalidEntry { file: String, tensor: String, reason: String },
+    /// The shape and dtype call for a different number of bytes than the offsets give.
+    #[error(
+        "{file}: tensor '{tensor}': shape {shape:?} of {dtype} needs {expected} bytes but its offsets span {actual}"
+    )]
+    SizeMismatch { file: String, tensor: String, shape: Vec<u64>, dtype: String, expected: String, actual: u64 },
+    /// A tensor's data ends past the end of the file.
+    #[error("{file}: tensor '{tensor}' ends at byte {end}, past the end of the file ({file_len} bytes)")]
+    PastEof { file: String, tensor: String, end: u64, file_len: u64 },
+    /// Start offset after end offset.
+    #[error("{file}: tensor '{tensor}' has data_offsets [{start}, {end}], start after end")]
+    BadOffsets { file: String, tensor: String, start: u64, end: u64 },
+    /// Two safetensors tensors share bytes (the format requires each to start where the previous ends).
+    #[error("{file}: tensors '{first}' (data_offsets [{}, {}]) and '{second}' (data_offsets [{}, {}]) overlap; in a safetensors file each tensor's bytes start where the previous one's end (corrupt or hostile file)", .first_offsets.0, .first_offsets.1, .second_offsets.0, .second_offsets.1)]
+    OffsetsOverlap {
+        file: String,
+        first: String,
+        first_offsets: (u64, u64),
+        second: String,
+        second_offsets: (u64, u64),
+    },
+    /// Bytes of a safetensors data section that no tensor covers (the format requires the tensors
+    /// to tile it exactly, up to the end of the file).
+    #[error("{file}: bytes [{start}, {end}) of the data section belong to no tensor ({between}); a safetensors file's tensors must cover its data section exactly (a truncated rewrite, or a corrupt or hostile file)")]
+    OffsetsGap { file: String, start: u64, end: u64, between: String },
+    /// The file does not start with the GGUF magic (only when the GGUF reader is called directly).
+    #[error("{file}: not a GGUF file (starts with bytes {magic}, expected \"GGUF\")")]
+    GgufBadMagic { file: String, magic: String },
+    /// A GGUF version other than 2 or 3 (1 is the 2023 pre-release layout with 32-bit counts).
+    #[error("{file}: GGUF version {version} is not supported; Orthoscope reads versions 2 and 3{}", gguf_version_hint(*.version))]
+    GgufUnsupportedVersion { file: String, version: u32 },
+    /// The GGUF header ends inside a field: the file is shorter than its header.
+    #[error(
+        "{file}: GGUF header truncated: {what} at offset {offset} runs past the end of the file ({file_len} bytes)"
+    )]
+    GgufTruncated { file: String, offset: u64, what: String, file_len: u64 },
+    /// A metadata value type id that GGUF does not define (valid ids are 0–12).
+    #[error("{file}: metadata key '{key}' at offset {offset} has unknown GGUF value type {value_type} (valid: 0–12)")]
+    GgufBadValueType { file: String, offset: u64, key: String, value_type: u32 },
+    /// A string length or element count that cannot fit in what remains of the file.
+    #[error("{file}: {what} at offset {offset} declares {claimed} {unit}, needing at least {needed} bytes, but only {available} bytes remain in the file (corrupt or hostile file)")]
+    GgufTooLarge {
+        file: String,
+        offset: u64,
+        what: String,
+        claimed: u64,
+        unit: &'static str,
+        needed: String,
+        available: u64,
+    },
+    /// A count, length or nesting depth beyond a fixed sanity limit of the GGUF reader.
+    #[error(
+        "{file}: {what} at offset {offset} is {value}, over this reader's limit of {limit} (corrupt or hostile file)"
+    )]
+    GgufOverLimit { file: String, offset: u64, what: String, value: u64, limit: u64 },
+    /// A metadata key Orthoscope interprets holds a value of the wrong type.
+    #[error("{file}: metadata key '{key}' at offset {offset} should be {expected} but is {found}")]
+    GgufWrongType { file: String, offset: u64, key: String, expected: &'static str, found: String },
+    /// `general.alignment` is zero or not a power of two.
+    #[error("{file}: general.alignment is {alignment}; it must be a non-zero power of two")]
+    GgufBadAlignment { file: String, alignment: u64 },
+    /// A tensor's ggml shape does not fit its type: a row that is not a whole number of blocks, or
+    /// an element count that overflows.
+    #[error("{file}: tensor '{tensor}': ggml shape ne={ne:?} of type {dtype}: {reason}")]
+    GgufBadShape { file: String, tensor: String, ne: Vec<u64>, dtype: String, reason: String },
+    /// Two GGUF tensor infos share a name, so the embedding could not be told apart.
+    #[error("{file}: tensor '{tensor}' is listed twice in the GGUF header")]
+    GgufDuplicateTensor { file: String, tensor: String },
+    /// The file does not start with the .npy magic (only when the npy reader is called directly).
+    #[error("{file}: not a .npy file (starts with bytes {magic}, expected \\x93NUMPY)")]
+    NpyBadMagic { file: String, magic: String },
+    /// A .npy format version other than 1.0, 2.0 or 3.0.
+    #[error("{file}: .npy format version {major}.{minor} is not supported; Orthoscope reads 1.0, 2.0 and 3.0")]
+    NpyUnsupportedVersion { file: String, major: u8, minor: u8 },
+    /// The .npy preamble or header runs past the end of the file.
+    #[error(
+        "{file}: .npy header truncated: {what} at offset {offset} runs past the end of the file ({file_len} bytes)"
+    )]
+    NpyTruncated { file: String, offset: u64, what: String, file_len: u64 },
+    /// The .npy header is not the Python dict literal numpy writes.
+    #[error("{file}: .npy header is not a valid numpy header dict: {reason}")]
+    NpyBadHeader { file: String, reason: String },
+    /// The array is stored in Fortran (column-major) order, so a token's row is not contiguous.
+    #[error("{file}: the array is stored in Fortran order (fortran_order: True); save it in C order, e.g. np.save(path, np.ascontiguousarray(arr))")]
+    NpyFortranOrder { file: String },
+    /// The .npy element type is not one Orthoscope decodes.
+    #[error("{file}: .npy dtype '{descr}' is not supported; Orthoscope reads little-endian floats '<f4', '<f2', '<f8' (convert with arr.astype('<f4'))")]
+    NpyUnsupportedDtype { file: String, descr: String },
+    /// A JSON side file (shard index, config.json) is larger than [`set::MAX_JSON_BYTES`].
+    #[error("{file}: {len} bytes, more than the {max}-byte limit for a JSON index or config file (corrupt or not what its name says)")]
+    JsonTooLarge { file: String, len: u64, max: u64 },
+    /// A `*.safetensors.index.json` is not valid JSON or lacks a `weight_map` of tensor → file names.
+    #[error("{file}: not a valid shard index: {reason}")]
+    InvalidIndex { file: String, reason: String },
+    /// A shard index names more tensors or shard files than [`set::MAX_INDEX_ENTRIES`] /
+    /// [`set::MAX_INDEX_SHARDS`] allow.
+    #[error(
+        "{file}: the shard index names more than {limit} {what}, over this reader's limit (corrupt or hostile file)"
+    )]
+    IndexOverLimit { file: String, what: &'static str, limit: u64 },
+    /// A `config.json` among the files is not valid JSON.
+    #[error("{file}: not a valid config.json: {reason}")]
+    InvalidConfig { file: String, reason: String },
+    /// More than one shard index among the files, so it is unclear which model they describe.
+    #[error("several shard indexes among the files given ({files}); give the files of one model")]
+    SeveralIndexes { files: String },
+    /// Two files given share the base name of a shard the index names, so either could be meant.
+    #[error("two files named {name} were given ({first} and {second}); the index names one shard of that name, give only one")]
+    DuplicateFile { name: String, first: String, second: String },
+    /// The index assigns a tensor to a shard whose header does not list it (a shard of another
+    /// model or another revision).
+    #[error("{index} puts tensor '{tensor}' in {shard}, but the header of {shard} has no such tensor (is that shard from another model or revision?)")]
+    ShardLacksTensor { index: String, tensor: String, shard: String },
+    /// Without an index, two files hold a tensor of the same name: a stray duplicate shard, or
+    /// files of two different models.
+    #[error("tensor '{tensor}' is in both {first} and {second}; give the files of one model only (or add its *.safetensors.index.json)")]
+    DuplicateTensor { tensor: String, first: String, second: String },
+    /// Without an index, the model files are of different formats (e.g. a .gguf and a .safetensors).
+    #[error("the files given are of different formats ({files}); give the files of one model only")]
+    MixedFormats { files: String },
+    /// Several files were given and none of them is a model file.
+    #[error(
+        "none of the files given is a model file Orthoscope reads (.safetensors, .gguf, .npy); ignored: {ignored}"
+    )]
+    NoModelFiles { ignored: String },
+    /// The file is of a kind Orthoscope does not read (a PyTorch checkpoint, an archive, a web page,
+    /// a Git LFS pointer, …), recognised by its first bytes; `advice` says what to do instead.
+    #[error("{file} is {kind}: {advice}")]
+    Foreign { file: String, kind: sniff::ForeignKind, advice: String },
+    /// Bytes could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
+/// Extra words for [`FormatError::GgufUnsupportedVersion`]: why a version is refused.
+fn gguf_version_hint(version: u32) -> &'static str {
+    if version == 1 {
+        " (version 1 is the 2023 pre-release layout; re-convert the model with a current llama.cpp)"
+    } else if matches!(version.swap_bytes(), 2 | 3) {
+        " (this is a big-endian GGUF, which Orthoscope does not read)"
+    } else {
+        ""
+    }
+}
+
+/// Reads the header of a single model file, choosing the format by its first bytes: `GGUF` →
+/// [`gguf`], `\x93NUMPY` → [`npy`], a plausible safetensors length followed by `{` →
+/// [`safetensors`]. Anything else is first looked at by [`sniff`], so that a PyTorch checkpoint, an
+/// archive, a web page or a Git LFS pointer is named as such instead of being read as a
+/// safetensors length; what sniff does not recognise goes to [`safetensors`], whose own errors
+/// stand.
+pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, FormatError> {
+    let len = source.len();
+    // Enough for the magics and a safetensors length plus `{`; sniff reads its own longer prefix
+    // only for files that are none of these.
+    let mut buf = [0u8; 9];
+    let n = len.min(buf.len() as u64) as usize;
+    let head = buf.get_mut(..n).unwrap_or(&mut []);
+    source.read_at(0, head)?;
+    if head.starts_with(gguf::MAGIC) {
+        gguf::read_gguf(source, file).map(|(info, _)| info)
+    } else if head.starts_with(npy::MAGIC) {
+        npy::read_header(source, file)
+    } else if plausible_safetensors(head, len) {
+        safetensors::read_header(source, file)
+    } else {
+        sniff::check(source)?;
+        // A name that says GGUF or .npy is believed over the safetensors fallback: a damaged magic
+        // then reads "not a GGUF file", not "header claims 14165034823 bytes" (found by the corpus).
+        let name = source.name().to_ascii_lowercase();
+        if name.ends_with(".gguf") {
+            Err(FormatError::GgufBadMagic { file: source.name().to_string(), magic: show_magic(head) })
+        } else if name.ends_with(".npy") {
+            Err(FormatError::NpyBadMagic { file: source.name().to_string(), magic: show_magic(head) })
+        } else {
+            safetensors::read_header(source, file)
+        }
+    }
+}
+
+/// Whether `head` (a file's first bytes) starts like a safetensors file of `file_len` bytes: a
+/// header length within the limit and the file, followed by the JSON object's `{`.
+pub(crate) fn plausible_safetensors(head: &[u8], file_len: u64) -> bool {
+    let (Some(prefix), Some(&brace)) = (head.get(..8), head.get(8)) else {
+        return false;
+    };
+    let mut len_bytes = [0u8; 8];
+    len_bytes.copy_from_slice(prefix);
+    let header_len = u64::from_le_bytes(len_bytes);
+    brace == b'{' && (2..=MAX_HEADER_BYTES).contains(&header_len) && header_len <= file_len.saturating_sub(8)
+}
+
+/// The first bytes of a file, for error messages: printable ASCII as is, anything else as `\xNN`.
+pub(crate) fn show_magic(bytes: &[u8]) -> String {
+    let mut s = String::new();
+    for &b in bytes {
+        if b.is_ascii_graphic() || b == b' ' {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    format!("\"{s}\"")
+}

@@ -1,0 +1,566 @@
+//! Several files as one model (ARCHITECTURE.md, "read": sharded safetensors with
+//! `*.safetensors.index.json`, split GGUF `*-0000k-of-0000N.gguf`).
+//!
+//! Users drop a whole model folder: shards, the index, `config.json`, tokenizer files, a README,
+//! sometimes a stray shard of another revision or the pickled `.bin` copies. The rules:
+//! - With an index, the index alone decides which files are shards and which shard holds which
+//!   tensor. Files it does not name are listed in [`ModelSet::ignored`] and never read; shards it
+//!   names that were not given are listed in [`ModelSet::missing`], and their tensors are left out
+//!   of [`ModelSet::tensors`] (they cannot be read) but stay in [`ModelSet::weight_map`], so a
+//!   caller can say which file to add.
+//! - Without an index, every model file given is read and their tensors are united; a tensor name
+//!   held by two files is an error, since a stray duplicate shard must not be mixed in silently.
+//! - Only headers are read from model files, so opening a set of 100 GB costs a few reads.
+//! - `config.json` is optional and only supplies the vocabulary size for locate's shape heuristic.
+//!   Other non-model files are ignored, but a file that looks like a model and fails to parse fails
+//!   with its own error.
+
+// The crate-wide `FormatError` is large (see gguf.rs); errors end a read, so size does not matter.
+#![allow(clippy::result_large_err)]
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{gguf, npy, read_model, sniff, FormatError, ModelInfo, TensorInfo};
+use crate::read::source::{base_name, ByteSource};
+
+/// Largest index or config.json read. Real indexes stay below ~10 MB even for models with tens of
+/// thousands of tensors; anything larger is not what its name says.
+pub const MAX_JSON_BYTES: u64 = 64 << 20;
+
+/// Most entries a shard index's `weight_map` may hold. The largest public checkpoints list about
+/// 10⁵ tensors; this leaves room for ten times more than any, and bounds the memory an index costs.
+pub const MAX_INDEX_ENTRIES: u64 = 2_000_000;
+
+/// Most distinct shard files a shard index may name (the largest public models use a few hundred).
+pub const MAX_INDEX_SHARDS: u64 = 100_000;
+
+/// JSON files of a model folder that are never a shard index, so they are not even opened
+/// (tokenizer.json alone can be tens of MB).
+const NOT_INDEX_JSON: &[&str] = &[
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "generation_config.json",
+    "preprocessor_config.json",
+    "added_tokens.json",
+    "vocab.json",
+    "chat_template.json",
+    "params.json",
+];
+
+/// Extensions that mark a file as a model even if its first bytes are wrong, so a broken model
+/// file reports its own error instead of being ignored.
+const MODEL_EXTENSIONS: &[&str] = &[".safetensors", ".gguf", ".npy"];
+
+/// Split names with more parts than this are not expanded into a list of missing files (a hostile
+/// name like `x-00001-of-99999.gguf` would otherwise list 99998 of them).
+const MAX_LISTED_PARTS: u64 = 4096;
+
+/// Several files read as one model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSet {
+    /// For display: "safetensors" for one file, "safetensors (4 shards)", "gguf (2 of 3 shards)".
+    pub format: String,
+    /// Tensors that can be read; `TensorInfo::file` is an index into the sources given.
+    pub tensors: Vec<TensorInfo>,
+    /// From a model file that records it (GGUF), else from a `config.json` among the sources.
+    pub vocab_size: Option<u64>,
+    /// Tokens, from a GGUF file that carries them.
+    pub vocab: Vec<String>,
+    /// Which source was the shard index.
+    pub index: Option<usize>,
+    /// Shard file names the index (or a `-0000k-of-0000N` name) calls for but that were not given.
+    pub missing: Vec<String>,
+    /// Given files that are not part of the model (not named by the index, or not model files).
+    pub ignored: Vec<String>,
+    /// Base name of every source, by source index.
+    pub files: Vec<String>,
+    /// Sources whose model header was read, in source order.
+    pub shards: Vec<usize>,
+    /// Tensor name → shard base name, as the index gives it (empty without an index).
+    pub weight_map: BTreeMap<String, String>,
+}
+
+impl ModelSet {
+    /// The shard a tensor lives in when the index puts it in a file that was not given.
+    pub fn missing_shard_for(&self, tensor: &str) -> Option<&str> {
+        self.weight_map.get(tensor).map(String::as_str).filter(|shard| self.missing.iter().any(|m| m == shard))
+    }
+
+    /// The set as one [`ModelInfo`], for [`locate`].
+    pub fn model_info(&self) -> ModelInfo {
+        ModelInfo {
+            format: self.format.clone(),
+            tensors: self.tensors.clone(),
+            vocab_size: self.vocab_size,
+            vocab: self.vocab.clone(),
+        }
+    }
+
+    /// The files read, for messages: the file name for a single file (so single-file messages stay
+    /// as they were), else a list.
+    pub fn describe(&self) -> String {
+        let names: Vec<&str> = self.shards.iter().filter_map(|&i| self.files.get(i).map(String::as_str)).collect();
+        match names.as_slice() {
+            [] => "the files given".to_string(),
+            [one] => one.to_string(),
+            many if many.len() <= 4 => many.join(", "),
+            many => {
+                format!("{}, … ({} files)", many.iter().take(3).copied().collect::<Vec<_>>().join(", "), many.len())
+            }
+        }
+    }
+}
+
+/// What a source is, decided before any model header is read.
+enum Role {
+    /// A shard index, with its weight map (tensor → shard base name).
+    Index(BTreeMap<String, String>),
+    /// A `config.json`.
+    Config,
+    /// A JSON file that is neither: tokenizer, generation config, an unusable index …
+    OtherJson,
+    /// Anything else: a model file or a non-model file, told apart later by name and first bytes.
+    Candidate,
+}
+
+/// Reads the headers of several files as one model. See the module documentation for the rules.
+pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatError> {
+    let files: Vec<String> = sources.iter().map(|s| base_name(s.name()).to_string()).collect();
+    let mut roles = Vec::with_capacity(sources.len());
+    for (&source, name) in sources.iter().zip(&files) {
+        roles.push(role_of(source, name)?);
+    }
+
+    // More than one index: a folder holding both model.safetensors.index.json and the index of
+    // another layout. Prefer the safetensors one; the rest are ignored.
+    let indexes: Vec<usize> = (0..roles.len()).filter(|&i| matches!(roles.get(i), Some(Role::Index(_)))).collect();
+    let index = match indexes.as_slice() {
+        [] => None,
+        [one] => Some(*one),
+        several => {
+            let preferred: Vec<usize> = several
+                .iter()
+                .copied()
+                .filter(|&i| files.get(i).is_some_and(|n| n.to_ascii_lowercase().ends_with(".safetensors.index.json")))
+                .collect();
+            match preferred.as_slice() {
+                [one] => Some(*one),
+                _ => {
+                    let names: Vec<&str> = several.iter().filter_map(|&i| files.get(i).map(String::as_str)).collect();
+                    return Err(FormatError::SeveralIndexes { files: names.join(", ") });
+                }
+            }
+        }
+    };
+
+    let mut set = ModelSet { files: files.clone(), index, ..ModelSet::default() };
+    let mut config_vocab = None;
+    let mut have_config = false;
+    for (i, role) in roles.iter().enumerate() {
+        let (Some(&source), Some(name)) = (sources.get(i), files.get(i)) else {
+            continue;
+        };
+        match role {
+            // One config.json is used; a second (from another folder) is ignored, not guessed at.
+            Role::Config if !have_config => {
+                have_config = true;
+                config_vocab = read_config_vocab(source, name)?;
+            }
+            Role::Index(_) if Some(i) == index => {}
+            Role::Config | Role::Index(_) | Role::OtherJson => set.ignored.push(name.clone()),
+            Role::Candidate => {}
+        }
+    }
+
+    // Taken, not cloned: a weight map can hold 10⁶ entries.
+    let weight_map = index.and_then(|i| match roles.get_mut(i) {
+        Some(Role::Index(map)) => Some(std::mem::take(map)),
+        _ => None,
+    });
+    let infos = match (index, weight_map) {
+        (Some(index), Some(weight_map)) => read_indexed(sources, &roles, index, weight_map, &mut set)?,
+        _ => read_unindexed(sources, &roles, &mut set)?,
+    };
+
+    // `ignored` lists files in the order given.
+    set.ignored.sort_by_key(|n| files.iter().position(|f| f == n));
+    set.vocab_size = infos.iter().find_map(|(_, info)| info.vocab_size).or(config_vocab);
+    set.vocab = infos.iter().map(|(_, info)| &info.vocab).find(|v| !v.is_empty()).cloned().unwrap_or_default();
+    set.shards = infos.iter().map(|(i, _)| *i).collect();
+    set.format = display_format(&infos, &files, set.missing.len())?;
+    Ok(set)
+}
+
+/// Classifies one source by its name (and, for JSON files of unknown purpose, its content).
+fn role_of(source: &dyn ByteSource, name: &str) -> Result<Role, FormatError> {
+    let lower = name.to_ascii_lowercase();
+    if !lower.ends_with(".json") {
+        return Ok(Role::Candidate);
+    }
+    if lower == "config.json" {
+        return Ok(Role::Config);
+    }
+    if lower.ends_with(".index.json") {
+        // Named as an index, so it must parse as one. Indexes of pickled `.bin` shards
+        // (pytorch_model.bin.index.json) point at files Orthoscope cannot read: not our index.
+        let map = parse_index(name, &read_json(source, name)?)?;
+        return Ok(if is_pickle_index(&map) { Role::OtherJson } else { Role::Index(map) });
+    }
+    if NOT_INDEX_JSON.contains(&lower.as_str()) || source.len() > MAX_JSON_BYTES {
+        return Ok(Role::OtherJson);
+    }
+    // An index under another name: recognised by its `weight_map`, otherwise just some JSON.
+    let bytes = read_json(source, name)?;
+    // Only whether the key is there: nothing of the document is kept.
+    #[derive(Deserialize)]
+    struct Probe {
+        weight_map: Option<IgnoredAny>,
+    }
+    let has_weight_map = serde_json::from_slice::<Probe>(&bytes).is_ok_and(|p| p.weight_map.is_some());
+    if !has_weight_map {
+        return Ok(Role::OtherJson);
+    }
+    let map = parse_index(name, &bytes)?;
+    Ok(if is_pickle_index(&map) { Role::OtherJson } else { Role::Index(map) })
+}
+
+/// Whether every shard an index names is a pickled PyTorch file (`.bin`, `.pt`, `.pth`).
+fn is_pickle_index(map: &BTreeMap<String, String>) -> bool {
+    !map.is_empty()
+        && map.values().all(|f| {
+            let f = f.to_ascii_lowercase();
+            f.ends_with(".bin") || f.ends_with(".pt") || f.ends_with(".pth")
+        })
+}
+
+/// The whole of a JSON side file, refusing sizes no real index or config reaches.
+fn read_json(source: &dyn ByteSource, name: &str) -> Result<Vec<u8>, FormatError> {
+    let len = source.len();
+    if len > MAX_JSON_BYTES {
+        return Err(FormatError::JsonTooLarge { file: name.to_string(), len, max: MAX_JSON_BYTES });
+    }
+    // len <= 64 MB, so it fits in usize on every target.
+    let mut bytes = vec![0u8; len as usize];
+    source.read_at(0, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// `weight_map` of an index: tensor name → shard base name. Read entry by entry (no JSON tree of
+/// the whole document), counting entries and shards against [`MAX_INDEX_ENTRIES`] and
+/// [`MAX_INDEX_SHARDS`] as they come.
+fn parse_index(name: &str, bytes: &[u8]) -> Result<BTreeMap<String, String>, FormatError> {
+    let bad = |reason: String| FormatError::InvalidIndex { file: name.to_string(), reason };
+    let text = std::str::from_utf8(bytes).map_err(|e| bad(format!("not UTF-8 ({e})")))?;
+    let failure = Cell::new(None);
+    let parsed = IndexSeed { failure: &failure }.deserialize(&mut serde_json::Deserializer::from_str(text));
+    if let Some(failure) = failure.take() {
+        return Err(match failure {
+            IndexFailure::OverLimit { what, limit } => {
+                FormatError::IndexOverLimit { file: name.to_string(), what, limit }
+            }
+            IndexFailure::NotAString(tensor) => {
+                bad(format!("\"weight_map\" entry for tensor '{tensor}' is not a file name string"))
+            }
+        });
+    }
+    parsed
+        .map_err(|e| bad(format!("invalid JSON: {e}")))?
+        .ok_or_else(|| bad("no \"weight_map\" object mapping tensor names to shard file names".to_string()))
+}
+
+/// Why [`IndexSeed`] stopped, kept aside so the error is a [`FormatError`] and not serde's text.
+enum IndexFailure {
+    OverLimit { what: &'static str, limit: u64 },
+    NotAString(String),
+}
+
+/// Reads an index document: a JSON object whose `weight_map` is taken, everything else skipped.
+struct IndexSeed<'a> {
+    failure: &'a Cell<Option<IndexFailure>>,
+}
+
+impl<'de> DeserializeSeed<'de> for IndexSeed<'_> {
+    type Value = Option<BTreeMap<String, String>>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IndexSeed<'_> {
+    type Value = Option<BTreeMap<String, String>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object with a \"weight_map\"")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut weight_map = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "weight_map" {
+                weight_map = Some(map.next_value_seed(WeightMapSeed { failure: self.failure })?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(weight_map)
+    }
+}
+
+/// Reads a `weight_map` object entry by entry, within the limits.
+struct WeightMapSeed<'a> {
+    failure: &'a Cell<Option<IndexFailure>>,
+}
+
+impl<'de> DeserializeSeed<'de> for WeightMapSeed<'_> {
+    type Value = BTreeMap<String, String>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for WeightMapSeed<'_> {
+    type Value = BTreeMap<String, String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object mapping tensor names to shard file names")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = BTreeMap::new();
+        let mut shards: BTreeSet<String> = BTreeSet::new();
+        let mut entries = 0u64;
+        let stop = |failure: IndexFailure| {
+            self.failure.set(Some(failure));
+            de::Error::custom("index refused")
+        };
+        while let Some(tensor) = map.next_key::<String>()? {
+            entries += 1;
+            if entries > MAX_INDEX_ENTRIES {
+                return Err(stop(IndexFailure::OverLimit { what: "entries", limit: MAX_INDEX_ENTRIES }));
+            }
+            let Value::String(shard) = map.next_value::<Value>()? else {
+                return Err(stop(IndexFailure::NotAString(tensor)));
+            };
+            // Most entries name a bare file: keep the string rather than copy it.
+            let shard = if base_name(&shard).len() == shard.len() { shard } else { base_name(&shard).to_string() };
+            if !shards.contains(&shard) {
+                if shards.len() as u64 >= MAX_INDEX_SHARDS {
+                    return Err(stop(IndexFailure::OverLimit { what: "shard files", limit: MAX_INDEX_SHARDS }));
+                }
+                shards.insert(shard.clone());
+            }
+            out.insert(tensor, shard);
+        }
+        Ok(out)
+    }
+}
+
+/// `vocab_size` (or `text_config.vocab_size`, as multimodal configs nest it) of a config.json.
+fn read_config_vocab(source: &dyn ByteSource, name: &str) -> Result<Option<u64>, FormatError> {
+    let bytes = read_json(source, name)?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| FormatError::InvalidConfig { file: name.to_string(), reason: format!("invalid JSON: {e}") })?;
+    Ok(value
+        .get("vocab_size")
+        .and_then(Value::as_u64)
+        .or_else(|| value.get("text_config").and_then(|t| t.get("vocab_size")).and_then(Value::as_u64)))
+}
+
+/// The index case: read exactly the shards the index names, and take from each exactly the
+/// tensors the index puts there.
+fn read_indexed(
+    sources: &[&dyn ByteSource],
+    roles: &[Role],
+    index: usize,
+    weight_map: BTreeMap<String, String>,
+    set: &mut ModelSet,
+) -> Result<Vec<(usize, ModelInfo)>, FormatError> {
+    let index_name = set.files.get(index).cloned().unwrap_or_default();
+    // BTreeMap iteration is in name order, so each shard's list comes out sorted.
+    let mut by_shard: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (tensor, shard) in &weight_map {
+        by_shard.entry(shard.as_str()).or_default().push(tensor.as_str());
+    }
+
+    // Which source is which shard; two sources with one shard's name cannot both be it.
+    let mut present: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, role) in roles.iter().enumerate() {
+        let (Role::Candidate, Some(name)) = (role, set.files.get(i)) else {
+            continue;
+        };
+        if !by_shard.contains_key(name.as_str()) {
+            set.ignored.push(name.clone());
+            continue;
+        }
+        if let Some(&first) = present.get(name.as_str()) {
+            let full = |j: usize| sources.get(j).map_or_else(String::new, |s| s.name().to_string());
+            return Err(FormatError::DuplicateFile { name: name.clone(), first: full(first), second: full(i) });
+        }
+        present.insert(name.as_str(), i);
+    }
+    let shard_names: BTreeSet<&str> = by_shard.keys().copied().collect();
+    set.missing = shard_names.iter().filter(|s| !present.contains_key(*s)).map(|s| s.to_string()).collect();
+
+    let mut shards: Vec<(&str, usize)> = present.into_iter().collect();
+    shards.sort_by_key(|&(_, i)| i);
+    let mut infos = Vec::with_capacity(shards.len());
+    for (shard, i) in shards {
+        let Some(&source) = sources.get(i) else {
+            continue;
+        };
+        let mut info = read_model(source, i)?;
+        // Sorted by name (the weight map is a BTreeMap), so both checks below are binary searches:
+        // a scan of the shard's list per wanted tensor was O(n²) (100 000 entries took
+        // 10.7 s), and hashed sets of 10⁶ names cost more than sorting references.
+        let wanted = by_shard.get(shard).map(Vec::as_slice).unwrap_or(&[]);
+        let mut listed: Vec<&str> = info.tensors.iter().map(|t| t.name.as_str()).collect();
+        listed.sort_unstable();
+        if let Some(tensor) = wanted.iter().find(|t| listed.binary_search(t).is_err()) {
+            return Err(FormatError::ShardLacksTensor {
+                index: index_name.clone(),
+                tensor: tensor.to_string(),
+                shard: shard.to_string(),
+            });
+        }
+        drop(listed);
+        // Tensors the index puts elsewhere (or nowhere) are not this shard's to give. Moved, not
+        // cloned: only the shard's format and vocabulary are needed from `info` later.
+        set.tensors.extend(
+            std::mem::take(&mut info.tensors).into_iter().filter(|t| wanted.binary_search(&t.name.as_str()).is_ok()),
+        );
+        infos.push((i, info));
+    }
+    set.weight_map = weight_map;
+    Ok(infos)
+}
+
+/// The case without an index: every model file given, united, no tensor name twice.
+fn read_unindexed(
+    sources: &[&dyn ByteSource],
+    roles: &[Role],
+    set: &mut ModelSet,
+) -> Result<Vec<(usize, ModelInfo)>, FormatError> {
+    let mut infos = Vec::new();
+    let mut owner: HashMap<String, usize> = HashMap::new();
+    for (i, role) in roles.iter().enumerate() {
+        let (Role::Candidate, Some(&source), Some(name)) = (role, sources.get(i), set.files.get(i)) else {
+            continue;
+        };
+        // A lone file is always read as a model, so it reports the reader's own error as before.
+        if sources.len() > 1 && !looks_like_model(source, name)? {
+            set.ignored.push(name.clone());
+            continue;
+        }
+        let info = read_model(source, i)?;
+        for t in &info.tensors {
+            if let Some(&first) = owner.get(&t.name) {
+                return Err(FormatError::DuplicateTensor {
+                    tensor: t.name.clone(),
+                    first: set.files.get(first).cloned().unwrap_or_default(),
+                    second: name.clone(),
+                });
+            }
+            owner.insert(t.name.clone(), i);
+        }
+        set.tensors.extend(info.tensors.iter().cloned());
+        infos.push((i, info));
+    }
+    if infos.is_empty() {
+        // Nothing to read: if one of the files is a model in another format (a PyTorch .bin, an
+        // ONNX export, a Git LFS pointer …), say so rather than just listing what was ignored.
+        for (i, role) in roles.iter().enumerate() {
+            let (Role::Candidate, Some(&source)) = (role, sources.get(i)) else {
+                continue;
+            };
+            if let Some(error @ FormatError::Foreign { kind, .. }) = sniff::sniff_source(source)? {
+                if kind.is_model_format() {
+                    return Err(error);
+                }
+            }
+        }
+        return Err(FormatError::NoModelFiles { ignored: set.ignored.join(", ") });
+    }
+    // Without an index, the only hint of a missing part is a `-0000k-of-0000N` name.
+    let given: BTreeSet<&str> = set.files.iter().map(String::as_str).collect();
+    let mut missing = BTreeSet::new();
+    for (i, _) in &infos {
+        if let Some(parts) = set.files.get(*i).and_then(|n| split_parts(n)) {
+            missing.extend(parts.into_iter().filter(|p| !given.contains(p.as_str())));
+        }
+    }
+    set.missing = missing.into_iter().collect();
+    Ok(infos)
+}
+
+/// Whether a file not named by an index is a model file: by extension, or by its first bytes
+/// (GGUF and .npy magic, or a safetensors length prefix followed by `{`). Reads at most 9 bytes.
+fn looks_like_model(source: &dyn ByteSource, name: &str) -> Result<bool, FormatError> {
+    let lower = name.to_ascii_lowercase();
+    if MODEL_EXTENSIONS.iter().any(|e| lower.ends_with(e)) {
+        return Ok(true);
+    }
+    let len = source.len();
+    let mut head = [0u8; 9];
+    let n = len.min(head.len() as u64) as usize;
+    let head = head.get_mut(..n).unwrap_or(&mut []);
+    source.read_at(0, head)?;
+    Ok(head.starts_with(gguf::MAGIC) || head.starts_with(npy::MAGIC) || super::plausible_safetensors(head, len))
+}
+
+/// The names of all parts of a `PREFIX-0000k-of-0000N.EXT` file (Hugging Face shards and
+/// llama.cpp splits both use five digits), or `None` for other names.
+fn split_parts(name: &str) -> Option<Vec<String>> {
+    let dot = name.rfind('.')?;
+    let (stem, ext) = name.split_at(dot);
+    let (rest, count) = stem.rsplit_once("-of-")?;
+    let (prefix, no) = rest.rsplit_once('-')?;
+    let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(count) || !digits(no) {
+        return None;
+    }
+    let count: u64 = count.parse().ok()?;
+    if count == 0 || count > MAX_LISTED_PARTS {
+        return None;
+    }
+    Some((1..=count).map(|k| format!("{prefix}-{k:05}-of-{count:05}{ext}")).collect())
+}
+
+/// The display format: the shards' own format, with their number when there are several.
+fn display_format(infos: &[(usize, ModelInfo)], files: &[String], missing: usize) -> Result<String, FormatError> {
+    let Some((_, first)) = infos.first() else {
+        // Only possible with an index none of whose shards were given.
+        return Ok(format!("safetensors (0 of {missing} shards)"));
+    };
+    if infos.iter().any(|(_, info)| info.format != first.format) {
+        let list: Vec<String> = infos
+            .iter()
+            .map(|(i, info)| format!("{} ({})", files.get(*i).map_or("?", String::as_str), info.format))
+            .collect();
+        return Err(FormatError::MixedFormats { files: list.join(", ") });
+    }
+    Ok(match (infos.len(), missing) {
+        (1, 0) => first.format.clone(),
+        (n, 0) => format!("{} ({n} shards)", first.format),
+        (n, m) => format!("{} ({n} of {} shards)", first.format, n + m),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_names_expand_to_all_parts() {
+        assert_eq!(
+            split_parts("m-00002-of-00003.gguf"),
+            Some(vec!["m-00001-of-00003.gguf".into(), "m-00002-of-00003.gguf".into(), "m-00003-of-00003.gguf".into()])
+        );
+        assert_eq!(split_parts("model.safetensors"), None);
+        assert_eq!(split_parts("m-1-of-2.gguf"), None);
+        assert_eq!(split_parts("m-00001-of-99999.gguf"), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! Token strings for the tail explorer when the weights come without them (GGUF carries its own
+//! `tokenizer.ggml.tokens`): a Hugging Face `tokenizer.json` dropped with the weights. Its
+//! `model.vocab` maps token → id (BPE, WordPiece) or lists `[token, score]` in id order (Unigram);
+//! `added_tokens` adds `{id, content}` entries on top.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::read::format::set::MAX_JSON_BYTES;
+use crate::read::source::ByteSource;
+
+/// The file name looked for among the dropped files.
+pub const TOKENIZER_FILE: &str = "tokenizer.json";
+/// Largest token id accepted (real vocabularies are below 300k; this bounds the table allocated).
+pub const MAX_TOKEN_ID: u64 = 1 << 22;
+
+/// Why a tokenizer.json gave no vocabulary.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum VocabError {
+    #[error("tokenizer.json is not a tokenizer this app reads: {0}")]
+    Json(String),
+    #[error("tokenizer.json names token id {id}, above the {max} accepted")]
+    IdTooLarge { id: u64, max: u64 },
+    #[error("tokenizer.json is {len} bytes, more than the {max} read")]
+    TooLarge { len: u64, max: u64 },
+}
+
+#[derive(Deserialize)]
+struct TokenizerJson {
+    model: Model,
+    #[serde(default)]
+    added_tokens: Vec<Added>,
+}
+
+#[derive(Deserialize)]
+struct Model {
+    vocab: VocabTable,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum VocabTable {
+    Map(HashMap<String, u64>),
+    Scored(Vec<(String, f64)>),
+}
+
+#[derive(Deserialize)]
+struct Added {
+    id: u64,
+    content: String,
+}
+
+/// Token strings by id from a tokenizer.json's bytes (ids no entry names stay empty strings).
+pub fn parse_tokenizer_json(bytes: &[u8]) -> Result<Vec<String>, VocabError> {
+    let t: TokenizerJson = serde_json::from_slice(bytes).map_err(|e| VocabError::Json(e.to_string()))?;
+    let mut pairs: Vec<(u64, String)> = match t.model.vocab {
+        VocabTable::Map(m) => m.into_iter().map(|(s, id)| (id, s)).collect(),
+        VocabTable::Scored(v) => v.into_iter().enumerate().map(|(i, (s, _))| (i as u64, s)).collect(),
+    };
+    pairs.extend(t.added_tokens.into_iter().map(|a| (a.id, a.content)));
+    let max = pairs.iter().map(|p| p.0).max().unwrap_or(0);
+    if max > MAX_TOKEN_ID {
+        return Err(VocabError::IdTooLarge { id: max, max: MAX_TOKEN_ID });
+    }
+    let mut out = if pairs.is_empty() { Vec::new() } else { vec![String::new(); max as usize + 1] };
+    for (id, s) in pairs {
+        if let Some(slot) = out.get_mut(id as usize) {
+            *slot = s;
+        }
+    }
+    Ok(out)
+}
+
+/// Reads and parses a source holding a tokenizer.json.
+pub fn read_tokenizer_json(source: &dyn ByteSource) -> Result<Vec<String>, VocabError> {
+    let len = source.len();
+    if len > MAX_JSON_BYTES {
+        return Err(VocabError::TooLarge { len, max: MAX_JSON_BYTES });
+    }
+    // len ≤ 64 MiB: fits in usize.
+    let mut bytes = vec![0u8; len as usize];
+    source.read_at(0, &mut bytes).map_err(|e| VocabError::Json(e.to_string()))?;
+    parse_tokenizer_json(&bytes)
+}
+
+/// The vocabulary of a `tokenizer.json` among the sources (`files` names them by index), or empty.
+/// The vocabulary only names tokens: a missing or unreadable one never fails the analysis.
+pub fn from_sources(sources: &[Rc<dyn ByteSource>], files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .position(|f| f.rsplit(['/', '\\']).next() == Some(TOKENIZER_FILE))
+        .and_then(|i| sources.get(i))
+        .and_then(|s| read_tokenizer_json(s.as_ref()).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bpe_maps_and_unigram_lists_give_tokens_by_id() {
+        let bpe = br#"{"model":{"type":"BPE","vocab":{"a":1,"b":0,"\u0120the":2}},"added_tokens":[{"id":4,"content":"<eos>"}]}"#;
+        assert_eq!(parse_tokenizer_json(bpe).unwrap(), vec!["b", "a", "Ġthe", "", "<eos>"]);
+        let unigram = br#"{"model":{"type":"Unigram","vocab":[["<unk>",0.0],["\u2581x",-1.5]]}}"#;
+        assert_eq!(parse_tokenizer_json(unigram).unwrap(), vec!["<unk>", "▁x"]);
+        assert!(matches!(parse_tokenizer_json(b"{}"), Err(VocabError::Json(_))));
+        let huge = br#"{"model":{"vocab":{"a":99999999}}}"#;
+        assert!(matches!(parse_tokenizer_json(huge), Err(VocabError::IdTooLarge { .. })));
+    }
+}

@@ -1,0 +1,12 @@
+//! Layer 4, **result**: everything a user sees, as data. One [`report::Report`] per analysis: what
+//! the views draw, what the CLI prints, what `data-report` and a permalink carry.
+//!
+//! - [`report`]: the `Report` struct and its assembly from a finished pass.
+//! - [`paper`]: the paper's Table 1 and the series plotted beside a result.
+//! - [`permalink`]: a Report packed into a URL fragment and back.
+//! - [`text`]: the Report as the CLI's plain text.
+
+pub mod paper;
+pub mod permalink;
+pub mod report;
+pub mod text;

@@ -1,0 +1,89 @@
+//! A [`Report`] and a token's neighbours as plain text (the CLI without `--json`). Every figure
+//! is a field of the Report: nothing is computed here.
+
+use std::fmt::Write;
+
+use crate::explain::neighbours::Neighbours;
+use crate::result::report::Report;
+
+/// The Report as the CLI prints it without `--json`: one fact per line.
+pub fn report(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{} · {} · {} · {} × {}", r.file, r.tensor, r.dtype, r.rows, r.dim);
+    let _ = writeln!(
+        s,
+        "rows used {} (dropped {}), pairs {}, {}",
+        r.rows_used,
+        r.rows_dropped,
+        r.pairs,
+        if r.exact { "exact" } else { "estimate" }
+    );
+    let _ =
+        writeln!(s, "μ = {:.6}  σ = {:.6}  ε = μ+2σ = {:.6}  μ+3σ = {:.6}", r.mu, r.sigma, r.epsilon, r.epsilon_3sigma);
+    if let Some([lo, hi]) = r.epsilon_ci {
+        let _ = writeln!(s, "ε 95% interval [{lo:.6}, {hi:.6}] (seed {})", r.seed);
+    }
+    let c = &r.log10_capacity;
+    let _ = writeln!(
+        s,
+        "log10 capacity: full {:.3}  simple {:.3}  JL C=3.029 {:.3}  JL C=8 {:.3}{}",
+        c.adjusted_full,
+        c.adjusted_simple,
+        c.jl_c3029,
+        c.jl_c8,
+        if r.capacity_determinate { "" } else { "  (indeterminate: ε ≥ 0.1)" }
+    );
+    if let Some(u) = &r.unembedding {
+        let _ = writeln!(
+            s,
+            "unembedding {} (not the paper's ε): μ = {:.6}  σ = {:.6}  μ+2σ = {:.6} over {} of {} rows",
+            u.tensor, u.mu, u.sigma, u.mu_plus_2sigma, u.rows_seen, u.rows
+        );
+    }
+    if let Some(g) = &r.geometry {
+        let dims: Vec<String> =
+            g.top_mean_dimensions.iter().map(|m| format!("{} ({:+.4})", m.dim, m.contribution)).collect();
+        let _ = writeln!(
+            s,
+            "geometry: λ₁/Σλ = {:.3}, participation ratio {:.2}, effective rank {:.2}, ‖s/V‖ = {:.4} ({:.0} ms)",
+            g.leading_share(),
+            g.participation_ratio,
+            g.effective_rank,
+            g.mean_vector_norm,
+            g.eigen_ms
+        );
+        let _ = writeln!(s, "dimensions that carry μ: {}", dims.join(", "));
+    }
+    if let Some(c) = &r.centred {
+        let _ = writeln!(
+            s,
+            "centred (not the paper's ε): μ = {:.6}  σ = {:.6}  μ+2σ = {:.6} after subtracting the mean row (‖m‖ = {:.4})",
+            c.mu, c.sigma, c.epsilon, c.mean_norm
+        );
+    }
+    if let Some(p) = r.top_pairs.first() {
+        let name = |id: u64, t: &Option<String>| t.as_ref().map_or(id.to_string(), |t| format!("{id} {t:?}"));
+        let _ = writeln!(
+            s,
+            "most similar pair of the sample: {} · {} (cos {:.4}); {} of the top {} above ε",
+            name(p.a, &p.a_token),
+            name(p.b, &p.b_token),
+            p.cosine,
+            r.top_pairs.iter().filter(|p| p.cosine > r.epsilon).count(),
+            r.top_pairs.len()
+        );
+    }
+    let _ = writeln!(s, "tied: {} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence);
+    let _ = writeln!(s, "class {:?}, {:.0} ms, kernel {}", r.class, r.timing_ms, r.kernel);
+    s
+}
+
+/// A token's nearest neighbours, most similar first, one per line.
+pub fn neighbours(found: &Neighbours) -> String {
+    let name = |r: u64, t: &Option<String>| t.as_ref().map_or(format!("row {r}"), |t| format!("row {r} {t:?}"));
+    let mut out = format!("nearest to {} over {} rows:\n", name(found.row, &found.token), found.rows_compared);
+    for n in &found.neighbours {
+        let _ = writeln!(out, "{:>10.6}  {}", n.cosine, name(n.row, &n.token));
+    }
+    out
+}

@@ -1,0 +1,627 @@
+//! One analysis of one tensor, as a state machine that advances a bounded amount of work per
+//! [`Analysis::step`]. The browser worker calls `step` from JavaScript again and again (a wasm call
+//! already running never tiers up to optimised code in V8, ARCHITECTURE.md, "Facts the code relies on"), posting progress
+//! between calls; the CLI just loops.
+//!
+//! Phases: read the histogram's row sample → all pairs among it (histogram, uncertainty model) →
+//! the Gram pass over all rows in the plan's order → done (exact).
+
+use serde::{Deserialize, Serialize};
+
+use crate::explain::geometry::{self, geometry_expected, Geometry, GeometryError, GeometryTiming};
+use crate::pass::accumulate::PairAccumulator;
+use crate::pass::estimate;
+use crate::pass::kernel::{self, Precision, MAX_CHUNK_ROWS};
+use crate::pass::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
+use crate::pass::shares::{PassError, PassPartial, Share};
+use crate::pass::stats::{within_block_sums, GramMoments, Moments, PairSample, RowCounts};
+use crate::read::format::decode::decode_rows;
+use crate::read::format::{DType, TensorInfo};
+use crate::read::locate::LocateError;
+use crate::read::matrix::{normalise_row, RowFate};
+use crate::read::source::ByteSource;
+use crate::result::report::{PassOutcome, Report};
+use crate::run::error::Error;
+
+/// Largest d_model accepted: the f64 Gram triangle is d²/2·8 bytes (537 MB at 16384).
+pub const MAX_DIM: u64 = 16384;
+/// Largest row count accepted (vocabularies are ~10⁵–10⁶): bounds the plan's memory whatever a
+/// header claims.
+pub const MAX_ROWS: u64 = 1 << 26;
+
+/// Rows the pass of `plan` will visit: all, or the blocks holding the first `stop_after_rows`.
+fn planned_rows(plan: &Plan, config: &AnalysisConfig) -> u64 {
+    let blocks = match config.stop_after_rows {
+        Some(limit) => plan.blocks_for_rows(limit),
+        None => plan.blocks.len(),
+    };
+    plan.blocks.iter().take(blocks).map(|&b| plan.block_range(b)).map(|(first, stop)| stop - first).sum()
+}
+
+/// Bytes the accumulator of an analysis of `tensor` with `config` will hold, before anything is
+/// allocated; `None` when the tensor would be refused (not a matrix, or beyond the limits).
+pub fn planned_accumulator_bytes(tensor: &TensorInfo, config: &AnalysisConfig) -> Option<u64> {
+    let (rows, dim) = tensor.matrix()?;
+    if rows == 0 || dim == 0 || dim > MAX_DIM || rows > MAX_ROWS {
+        return None;
+    }
+    let block_rows = config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
+    let plan = Plan::new(rows, config.seed, block_rows, config.histogram_rows);
+    Some(crate::pass::accumulate::planned_bytes(planned_rows(&plan, config), dim as usize))
+}
+
+/// Settings of one analysis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisConfig {
+    pub seed: u64,
+    /// Rows per read in the pass.
+    pub block_rows: u64,
+    /// Rows sampled for the histogram.
+    pub histogram_rows: u64,
+    /// Stop the pass after this many rows and report an estimate (None: run to the exact answer).
+    pub stop_after_rows: Option<u64>,
+    /// The Gram pass's arithmetic. F32 falls back to f64 when the sample's σ is inside the f32
+    /// noise ([`kernel::f32_suffices`]); F64 is always f64.
+    #[serde(default)]
+    pub precision: Precision,
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> Self {
+        Self {
+            seed: DEFAULT_SEED,
+            block_rows: DEFAULT_BLOCK_ROWS,
+            histogram_rows: DEFAULT_HISTOGRAM_ROWS,
+            stop_after_rows: None,
+            precision: Precision::default(),
+        }
+    }
+}
+
+/// Where an analysis stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Sample,
+    SamplePairs,
+    Pass,
+    Done,
+}
+
+/// A snapshot for the progress bar and the running ε.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub phase: Phase,
+    /// Fraction of the whole job done, 0..1.
+    pub fraction: f64,
+    pub rows_seen: u64,
+    pub rows: u64,
+    /// Running ε and its standard error, once the pass has begun.
+    pub epsilon: Option<f64>,
+    pub epsilon_se: Option<f64>,
+    /// Bytes pulled over the network so far (models opened by URL; set by the worker).
+    #[serde(default)]
+    pub bytes_fetched: Option<u64>,
+}
+
+/// What the caller needs to know about the file besides the tensor.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Origin {
+    pub file: String,
+    pub format: String,
+    pub tensor_reason: String,
+}
+
+pub struct Analysis {
+    source: Box<dyn ByteSource>,
+    tensor: TensorInfo,
+    origin: Origin,
+    config: AnalysisConfig,
+    rows: u64,
+    dim: usize,
+    dim_padded: usize,
+    row_bytes: u64,
+    plan: Plan,
+    phase: Phase,
+    /// Unit rows of the histogram sample (kept rows only), `dim_padded` each, and their blocks.
+    sample_units: Vec<f32>,
+    sample_block: Vec<u32>,
+    /// Row id of each kept sample row (names the tail explorer's pairs).
+    sample_row_ids: Vec<u64>,
+    /// Sample blocks read so far.
+    sample_read: usize,
+    sample_counts: RowCounts,
+    pair_sample: Option<PairSample>,
+    pair_block: usize,
+    /// s and G, or the unit rows themselves when there are few (`accumulate`).
+    gram: PairAccumulator,
+    /// Why the pass runs in f64 when f32 was asked for (empty otherwise).
+    precision_reason: String,
+    /// Σ cos, Σ cos², pair count over pairs within the visited blocks (the running estimate's
+    /// within-block stratum).
+    within: (f64, f64, u64),
+    /// Position in the plan's order of the next block this worker visits (steps by `share.of`).
+    next_block: usize,
+    /// The blocks this worker visits (`pass`): all of them unless the pass is split over workers.
+    share: Share,
+    /// Blocks whose rows are in `gram`: this worker's and those of the partials absorbed.
+    blocks_seen: u64,
+    /// Reused buffers: raw bytes, decoded rows, sample dot products, f64 unit rows of the pass.
+    raw: Vec<u8>,
+    decoded: Vec<f32>,
+    units: Vec<f32>,
+    dots: Vec<f32>,
+    wide: Vec<f64>,
+}
+
+impl Analysis {
+    /// Checks the tensor and sets up the plan. Nothing is read yet.
+    pub fn new(
+        source: Box<dyn ByteSource>,
+        tensor: TensorInfo,
+        origin: Origin,
+        config: AnalysisConfig,
+    ) -> Result<Self, Error> {
+        let (rows, dim) = tensor.matrix().ok_or_else(|| {
+            Error::from(LocateError::NotAMatrix { tensor: tensor.name.clone(), shape: tensor.shape.clone() })
+        })?;
+        if rows == 0 || dim == 0 {
+            return Err(LocateError::Empty { tensor: tensor.name.clone(), shape: tensor.shape.clone() }.into());
+        }
+        if !tensor.dtype.is_float() {
+            return Err(Error::Decode {
+                tensor: tensor.name.clone(),
+                source: crate::read::format::decode::DecodeError::Unsupported(tensor.dtype.name().to_string()),
+            });
+        }
+        if dim > MAX_DIM {
+            return Err(Error::DimTooLarge { tensor: tensor.name.clone(), dim, max: MAX_DIM });
+        }
+        if rows > MAX_ROWS {
+            return Err(Error::TooManyRows { tensor: tensor.name.clone(), rows, max: MAX_ROWS });
+        }
+        let row_bytes = tensor.dtype.bytes_for(dim).ok_or_else(|| Error::RowNotWholeBlocks {
+            tensor: tensor.name.clone(),
+            dim,
+            dtype: tensor.dtype.name().to_string(),
+        })?;
+        let dim = dim as usize;
+        let dim_padded = kernel::padded_dim(dim);
+        let block_rows = config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
+        let plan = Plan::new(rows, config.seed, block_rows, config.histogram_rows);
+        // Sized for the rows the pass will visit, which the shape check above bounds.
+        let gram = PairAccumulator::with_precision(planned_rows(&plan, &config), dim, config.precision);
+        Ok(Self {
+            source,
+            origin,
+            rows,
+            dim,
+            dim_padded,
+            row_bytes,
+            plan,
+            phase: Phase::Sample,
+            sample_units: Vec::new(),
+            sample_block: Vec::new(),
+            sample_row_ids: Vec::new(),
+            sample_read: 0,
+            sample_counts: RowCounts::default(),
+            pair_sample: None,
+            pair_block: 0,
+            gram,
+            precision_reason: match config.precision {
+                Precision::F64 => "asked for (precision=f64)".to_string(),
+                Precision::F32 => String::new(),
+            },
+            within: (0.0, 0.0, 0),
+            next_block: 0,
+            share: Share::WHOLE,
+            blocks_seen: 0,
+            raw: Vec::new(),
+            decoded: Vec::new(),
+            units: Vec::new(),
+            dots: Vec::new(),
+            wide: Vec::new(),
+            tensor,
+            config,
+        })
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Runs only `share` of the pass (`pass`); the lead worker keeps the histogram's sample. Call
+    /// before the first step.
+    pub fn set_share(&mut self, share: Share) {
+        self.share = share;
+        self.next_block = share.index as usize;
+    }
+
+    /// Runs `share` of the pass for a helper worker, whose [`Analysis::into_partial`] the lead
+    /// absorbs. Call before the first step. The helper still reads the histogram's sample (the same
+    /// rows as the lead's, by the seed): the f32 kernel's choice and its centre come from that
+    /// sample (`choose_precision`), and partials with the same precision and centre add exactly.
+    /// It costs each helper the sample's time once, while the lead spends the same time on it.
+    pub fn set_share_only(&mut self, share: Share) {
+        self.set_share(share);
+    }
+
+    /// The share of the pass this analysis runs.
+    pub fn share(&self) -> Share {
+        self.share
+    }
+
+    /// What this analysis has accumulated, to be absorbed by the lead's.
+    pub fn into_partial(self) -> PassPartial {
+        PassPartial { gram: self.gram, within: self.within, blocks_seen: self.blocks_seen }
+    }
+
+    /// Takes in another worker's share of the same pass: the running estimate and the report then
+    /// cover the union of the blocks.
+    pub fn absorb(&mut self, partial: &PassPartial) -> Result<(), Error> {
+        let mut mine = PassPartial {
+            gram: std::mem::replace(&mut self.gram, PairAccumulator::Gram(GramMoments::new(0))),
+            within: self.within,
+            blocks_seen: self.blocks_seen,
+        };
+        let merged = mine.merge(partial);
+        self.gram = mine.gram;
+        self.within = mine.within;
+        self.blocks_seen = mine.blocks_seen;
+        merged?;
+        let total = self.plan.blocks.len() as u64;
+        if self.blocks_seen > total {
+            return Err(PassError::TooManyBlocks { seen: self.blocks_seen, total }.into());
+        }
+        Ok(())
+    }
+
+    /// Does one bounded piece of work (≤ 64 rows read, or one block of sample pairs).
+    pub fn step(&mut self) -> Result<Phase, Error> {
+        match self.phase {
+            Phase::Sample => self.step_sample()?,
+            Phase::SamplePairs => {
+                self.step_sample_pairs();
+                if self.phase != Phase::SamplePairs {
+                    self.choose_precision();
+                }
+            }
+            Phase::Pass => self.step_pass()?,
+            Phase::Done => {}
+        }
+        Ok(self.phase)
+    }
+
+    /// Runs to the end (CLI, tests).
+    pub fn run(mut self, progress: &mut dyn FnMut(&Progress)) -> Result<Self, Error> {
+        while self.step()? != Phase::Done {
+            progress(&self.progress());
+        }
+        Ok(self)
+    }
+
+    /// Reads `count` rows from `first` into `self.decoded` (`count × dim` f32).
+    fn read_rows(&mut self, first: u64, count: usize) -> Result<(), Error> {
+        let start = self.tensor.byte_range.0 + first * self.row_bytes;
+        self.raw.resize(count * self.row_bytes as usize, 0);
+        self.source.read_at(start, &mut self.raw)?;
+        self.decoded.resize(count * self.dim, 0.0);
+        decode_rows(&self.raw, &self.tensor.dtype, self.dim, &mut self.decoded)
+            .map_err(|source| Error::Decode { tensor: self.tensor.name.clone(), source })
+    }
+
+    fn step_sample(&mut self) -> Result<(), Error> {
+        // One sample block per step: one read of adjacent rows.
+        if let Some(&block) = self.plan.sample().get(self.sample_read) {
+            let (first, stop) = self.plan.block_range(block);
+            let count = (stop - first) as usize;
+            self.read_rows(first, count)?;
+            for r in 0..count {
+                let at = self.sample_units.len();
+                self.sample_units.resize(at + self.dim_padded, 0.0);
+                let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.sample_units[at..]);
+                self.sample_counts.record(fate);
+                if fate == RowFate::Kept {
+                    self.sample_block.push(block);
+                    self.sample_row_ids.push(first + r as u64);
+                } else {
+                    self.sample_units.truncate(at);
+                }
+            }
+            self.sample_read += 1;
+        }
+        if self.sample_read >= self.plan.sample_blocks {
+            self.pair_sample = Some(
+                PairSample::new(std::mem::take(&mut self.sample_block))
+                    .with_row_ids(std::mem::take(&mut self.sample_row_ids)),
+            );
+            self.phase = Phase::SamplePairs;
+        }
+        Ok(())
+    }
+
+    fn step_sample_pairs(&mut self) {
+        let d = self.dim_padded;
+        let n = self.sample_units.len() / d;
+        // Pairs within a block are left out unless the sample is the whole matrix (see PairSample).
+        let whole = self.plan.sample_blocks >= self.plan.blocks.len();
+        let Some(sample) = self.pair_sample.as_mut() else {
+            self.phase = Phase::Pass;
+            return;
+        };
+        let i0 = self.pair_block * MAX_CHUNK_ROWS;
+        if i0 >= n {
+            self.phase = Phase::Pass;
+            return;
+        }
+        let i1 = (i0 + MAX_CHUNK_ROWS).min(n);
+        // Rows i0..i1 against rows i0..n; keep pairs i < j.
+        let a = &self.sample_units[i0 * d..i1 * d];
+        let b = &self.sample_units[i0 * d..n * d];
+        let nb = n - i0;
+        self.units.resize((i1 - i0) * nb, 0.0);
+        kernel::dots(a, b, d, &mut self.units);
+        for i in 0..i1 - i0 {
+            for j in i + 1..nb {
+                if whole || sample.block[i0 + i] != sample.block[i0 + j] {
+                    sample.add_pair(i0 + i, i0 + j, self.units[i * nb + j]);
+                }
+            }
+        }
+        self.pair_block += 1;
+        if i1 >= n {
+            self.phase = Phase::Pass;
+        }
+    }
+
+    /// Before the pass: keeps f32 only where the sample says it meets the exactness targets
+    /// (`kernel::f32_suffices`); the accumulator is still empty, so it is simply replaced.
+    fn choose_precision(&mut self) {
+        if self.config.precision != Precision::F32 || self.gram.counts().seen > 0 {
+            return;
+        }
+        if self.gram.precision() == Precision::F64 {
+            // The row route (few rows, wide rows) sums pair cosines in f64 without a Gram kernel.
+            self.precision_reason = "few rows: pair cosines summed directly".to_string();
+            return;
+        }
+        let verdict = match self.pair_sample.as_ref().and_then(PairSample::moments) {
+            Some(m) => kernel::f32_suffices(m.mu, m.sigma),
+            None => Err("no sample to judge σ by".to_string()),
+        };
+        match verdict {
+            Err(reason) => {
+                self.gram.use_f64();
+                self.precision_reason = reason;
+            }
+            Ok(()) => {
+                // The sample's mean unit row as the f32 pass's centre (see `GramMoments`).
+                let d = self.dim_padded;
+                let n = self.sample_units.len() / d.max(1);
+                if n > 0 {
+                    let mut centre = vec![0.0f64; d];
+                    for row in self.sample_units.chunks_exact(d) {
+                        for (c, &x) in centre.iter_mut().zip(row) {
+                            *c += x as f64;
+                        }
+                    }
+                    centre.iter_mut().for_each(|c| *c /= n as f64);
+                    self.gram.set_centre(&centre);
+                }
+            }
+        }
+    }
+
+    /// The Gram pass's arithmetic (decided when the pass begins).
+    pub fn precision(&self) -> Precision {
+        self.gram.precision()
+    }
+
+    /// Blocks the pass visits: all, or the first ones holding at least `stop_after_rows` rows.
+    fn pass_target(&self) -> usize {
+        match self.config.stop_after_rows {
+            Some(limit) => self.plan.blocks_for_rows(limit),
+            None => self.plan.blocks.len(),
+        }
+    }
+
+    fn step_pass(&mut self) -> Result<(), Error> {
+        let target = self.pass_target();
+        if self.next_block >= target {
+            // A share with no blocks left (or none at all: more shares than blocks).
+            self.phase = Phase::Done;
+            return Ok(());
+        }
+        // Blocks hold at most MAX_CHUNK_ROWS rows (see `new`), so each fits one kernel call.
+        let blocks_per_step = (MAX_CHUNK_ROWS as u64 / self.plan.block_rows).max(1) as usize;
+        let stride = self.share.of.max(1) as usize;
+        let end = (self.next_block + blocks_per_step * stride).min(target);
+        let d = self.dim_padded;
+        let mut kept = 0usize;
+        // No more rows than the matrix has (two rows of d = 16384 need 256 KiB here, not 8 MiB).
+        self.wide.resize(MAX_CHUNK_ROWS.min(self.rows as usize) * d, 0.0);
+        // Within-block pairs feed the running estimate only; the final step of a whole pass skips
+        // them. A share cannot tell whether the others will finish, so it always keeps them.
+        let estimating = stride > 1 || end < self.plan.blocks.len();
+        for bi in (self.next_block..end).step_by(stride) {
+            let Some(&block) = self.plan.blocks.get(bi) else { break };
+            self.blocks_seen += 1;
+            let (first, stop) = self.plan.block_range(block);
+            let count = (stop - first) as usize;
+            self.read_rows(first, count)?;
+            if kept + count > MAX_CHUNK_ROWS {
+                self.gram.add_unit_rows(&self.wide[..kept * d]);
+                kept = 0;
+            }
+            let block_start = kept;
+            for r in 0..count {
+                let fate = normalise_row(
+                    &self.decoded[r * self.dim..(r + 1) * self.dim],
+                    &mut self.wide[kept * d..(kept + 1) * d],
+                );
+                self.gram.record(fate);
+                if fate == RowFate::Kept {
+                    kept += 1;
+                }
+            }
+            if estimating {
+                // f32 dot products through the SIMD kernel: this stratum only steers an estimate.
+                let block = &self.wide[block_start * d..kept * d];
+                self.units.clear();
+                self.units.extend(block.iter().map(|&x| x as f32));
+                let k = kept - block_start;
+                self.dots.resize(k * k, 0.0);
+                kernel::dots(&self.units, &self.units, d, &mut self.dots);
+                let (w1, w2, wp) = within_block_sums(&self.dots, k);
+                self.within = (self.within.0 + w1, self.within.1 + w2, self.within.2 + wp);
+            }
+        }
+        if kept > 0 {
+            self.gram.add_unit_rows(&self.wide[..kept * d]);
+        }
+        // The next position ≡ share.index (mod of) at or after `end`.
+        self.next_block = end + (stride - (end - self.share.index as usize) % stride) % stride;
+        if self.next_block >= target {
+            self.phase = Phase::Done;
+        }
+        Ok(())
+    }
+
+    /// Whether every row has been visited.
+    pub fn is_exact(&self) -> bool {
+        self.blocks_seen >= self.plan.blocks.len() as u64
+    }
+
+    /// Moments of all pairs: exact once every block was visited, before that
+    /// [`estimate::stratified_moments`] over the blocks seen.
+    fn running_moments(&self) -> Option<Moments> {
+        let all = self.gram.moments()?;
+        if self.is_exact() {
+            return Some(all);
+        }
+        let seen =
+            estimate::BlocksSeen { within: self.within, seen: self.blocks_seen, total: self.plan.blocks.len() as u64 };
+        Some(estimate::stratified_moments(&all, self.gram.counts(), seen, self.rows))
+    }
+
+    /// Running estimate: ε with its standard error.
+    fn running(&self) -> Option<(Moments, f64, Option<f64>)> {
+        let m = self.running_moments()?;
+        let eps = estimate::epsilon(m.mu, m.sigma);
+        let se = if self.is_exact() {
+            Some(0.0)
+        } else {
+            let population = self.rows.saturating_sub(self.gram.counts().dropped());
+            self.pair_sample.as_ref().and_then(|s| {
+                estimate::epsilon_standard_error(
+                    s,
+                    &m,
+                    self.blocks_seen,
+                    self.plan.blocks.len() as u64,
+                    m.rows,
+                    population,
+                )
+            })
+        };
+        Some((m, eps, se))
+    }
+
+    /// Whether the pass has a running ε yet (two usable rows); cheap, unlike [`Self::progress`].
+    pub fn has_estimate(&self) -> bool {
+        self.gram.counts().kept >= 2
+    }
+
+    pub fn progress(&self) -> Progress {
+        // Weight phases by their cost in pass rows: a pass row costs d²/2 multiply-adds, the n²/2
+        // sample pairs n²·d/2, i.e. as much as n²/d pass rows.
+        let n = self.plan.sample_rows() as f64;
+        // A share's own pass: its blocks among the target ones (all of them for a whole pass).
+        let pass_rows = self.share.count_below(self.pass_target()) as f64 * self.plan.block_rows as f64;
+        let sample_cost = n * n / self.dim as f64 + 1.0;
+        let total = sample_cost + pass_rows;
+        let done = match self.phase {
+            Phase::Sample => sample_cost * 0.2 * self.sample_read as f64 / self.plan.sample_blocks.max(1) as f64,
+            Phase::SamplePairs => {
+                let rows = (self.sample_units.len() / self.dim_padded.max(1)) as f64;
+                let blocks = (rows / MAX_CHUNK_ROWS as f64).ceil().max(1.0);
+                sample_cost * (0.2 + 0.8 * self.pair_block as f64 / blocks)
+            }
+            Phase::Pass | Phase::Done => {
+                let own = self.share.count_below(self.next_block.min(self.pass_target()));
+                sample_cost + (own as f64 * self.plan.block_rows as f64).min(pass_rows)
+            }
+        };
+        let running = if self.has_estimate() { self.running() } else { None };
+        Progress {
+            phase: self.phase,
+            fraction: if self.phase == Phase::Done { 1.0 } else { (done / total).clamp(0.0, 1.0) },
+            rows_seen: self.gram.counts().seen,
+            rows: self.rows,
+            epsilon: running.as_ref().map(|r| r.1),
+            epsilon_se: running.and_then(|r| r.2),
+            bytes_fetched: None,
+        }
+    }
+
+    /// The report for what has been computed so far: exact once every row was visited, else an
+    /// estimate with its interval. Fails when fewer than two usable rows were seen.
+    pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {
+        let counts = self.gram.counts();
+        let too_few = || Error::TooFewRows {
+            tensor: self.tensor.name.clone(),
+            rows: counts.seen,
+            kept: counts.kept,
+            zero: counts.dropped_zero,
+            nonfinite: counts.dropped_nonfinite,
+        };
+        let (moments, _, se) = self.running().ok_or_else(too_few)?;
+        let empty = PairSample::new(Vec::new());
+        let precision = self.precision();
+        Ok(Report::from_pass(PassOutcome {
+            file: &self.origin.file,
+            format: &self.origin.format,
+            tensor: &self.tensor.name,
+            tensor_reason: &self.origin.tensor_reason,
+            dtype: self.tensor.dtype.name(),
+            rows: self.rows,
+            dim: self.dim as u64,
+            counts,
+            moments,
+            epsilon_se: se,
+            exact: self.is_exact(),
+            seed: self.config.seed,
+            sample: self.pair_sample.as_ref().unwrap_or(&empty),
+            timing_ms,
+            workers: self.share.of.max(1),
+            kernel: format!("{} {}", kernel::kernel_name(precision), precision.name()),
+            precision: precision.name(),
+            precision_reason: &self.precision_reason,
+            gram_gflops: self.gram.kernel_gflops(),
+            accumulator_bytes: self.gram.bytes() as u64,
+        }))
+    }
+
+    /// The spectrum of G/V and the coordinates that carry μ, for [`Report::geometry`]: `Ok(None)`
+    /// unless the pass visited every row (the G of a prefix is an estimate) and d is at most
+    /// [`crate::explain::geometry::MAX_GEOMETRY_DIM`]. Takes seconds at d = 4096, so [`Analysis::report`] leaves it to the
+    /// caller, which may show the result first.
+    pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
+        if !geometry_expected(self.is_exact(), self.dim as u64) || self.phase != Phase::Done {
+            return Ok(None);
+        }
+        geometry::of_pass(&self.gram, self.dim, timing).map(Some)
+    }
+
+    /// Bytes of the pass's accumulator (`Report::accumulator_bytes`), what each worker of a pool holds.
+    pub fn accumulator_bytes(&self) -> u64 {
+        self.gram.bytes() as u64
+    }
+
+    pub fn tensor(&self) -> &TensorInfo {
+        &self.tensor
+    }
+
+    pub fn dtype(&self) -> &DType {
+        &self.tensor.dtype
+    }
+}

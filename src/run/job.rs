@@ -1,0 +1,366 @@
+//! One job as a user asks for it: a set of files → the chosen tensor's analysis, then (when the
+//! model has a separate one) the unembedding's, and whether the two are tied. Shared by the CLI and
+//! the browser worker so both print the same [`Report`].
+//!
+//! The unembedding is not what the paper measures (`docs/method.md` §1, §6 Fig. 9/10); it is
+//! estimated from a uniform sample of [`UNEMBEDDING_ROWS`] rows (exact when the matrix is smaller)
+//! so that it never doubles the time of the job, and its interval is reported.
+
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::explain::geometry::{Geometry, GeometryError, GeometryTiming};
+use crate::pass::accumulate::rows_within;
+use crate::pass::kernel::MAX_CHUNK_ROWS;
+use crate::pass::shares::{PassPartial, Share};
+use crate::read::format::set::{read_model_set, ModelSet};
+use crate::read::format::TensorInfo;
+use crate::read::locate::choose_in_set;
+use crate::read::locate::locate;
+use crate::read::locate::LocateError;
+use crate::read::matrix::Matrix;
+use crate::read::source::ByteSource;
+use crate::result::report::{Report, UnembeddingReport};
+use crate::run::analysis::{planned_accumulator_bytes, Analysis, AnalysisConfig, Origin, Phase, Progress};
+use crate::run::error::Error;
+
+/// Rows sampled from the unembedding.
+pub const UNEMBEDDING_ROWS: u64 = 8192;
+/// Rows compared byte for byte to decide whether a separate unembedding equals the embedding.
+pub const TIED_CHECK_ROWS: u64 = 64;
+
+/// What the job found in the files, before any arithmetic (for the tensor picker).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Opened {
+    pub files: Vec<String>,
+    pub format: String,
+    pub tensors: Vec<TensorInfo>,
+    /// Indices of the 2-D floating-point tensors a user may pick.
+    pub candidates: Vec<usize>,
+    pub chosen: String,
+    pub reason: String,
+    pub unembedding: Option<String>,
+    /// Shards the index names that were not given, and given files the index does not name.
+    pub missing: Vec<String>,
+    pub ignored: Vec<String>,
+}
+
+/// What a job may read besides the chosen tensor's rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobOptions {
+    /// Read the headers and the chosen tensor's rows only: no sampled unembedding pass and no
+    /// byte comparison for the tied check. For models opened by URL, where every byte read is
+    /// downloaded and the user asked for the embedding alone.
+    pub tensor_bytes_only: bool,
+}
+
+/// Whether the unembedding is the embedding.
+#[derive(Clone, Debug, PartialEq)]
+struct Tied {
+    tied: Option<bool>,
+    evidence: String,
+}
+
+pub struct Job {
+    embedding: Analysis,
+    unembedding: Option<Analysis>,
+    tied: Tied,
+    stopped: bool,
+    /// The embedding and the vocabulary, for requests after the result (neighbours, centred pass).
+    matrix: Matrix,
+    /// The separate unembedding, when its rows may be read (per-token cosines, paper Fig. 9).
+    unembedding_matrix: Option<Matrix>,
+}
+
+impl Job {
+    /// Reads the headers of `sources`, chooses the tensor (`tensor`, or the located embedding) and
+    /// prepares its analysis. No tensor data is read yet, except a few rows for the tied check.
+    pub fn open(
+        sources: Vec<Rc<dyn ByteSource>>,
+        tensor: Option<&str>,
+        config: AnalysisConfig,
+    ) -> Result<(Job, Opened), Error> {
+        Self::open_with(sources, tensor, config, JobOptions::default())
+    }
+
+    /// [`Job::open`] with [`JobOptions`].
+    pub fn open_with(
+        sources: Vec<Rc<dyn ByteSource>>,
+        tensor: Option<&str>,
+        config: AnalysisConfig,
+        options: JobOptions,
+    ) -> Result<(Job, Opened), Error> {
+        let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s.as_ref()).collect();
+        let set = read_model_set(&refs)?;
+        let (info, reason) = choose_in_set(&set, tensor)?;
+        let model = set.model_info();
+        let located = locate(&model);
+        let unembedding_info =
+            located.unembedding.and_then(|i| model.tensors.get(i)).filter(|u| u.name != info.name).cloned();
+        let source_of = |t: &TensorInfo| -> Result<Rc<dyn ByteSource>, Error> {
+            sources
+                .get(t.file)
+                .cloned()
+                .ok_or_else(|| Error::from(LocateError::TensorNotFound { name: t.name.clone(), file: set.describe() }))
+        };
+        let origin = |t: &TensorInfo, reason: &str| Origin {
+            file: set.files.get(t.file).cloned().unwrap_or_default(),
+            format: set.format.clone(),
+            tensor_reason: reason.to_string(),
+        };
+        let opened = Opened {
+            files: set.files.clone(),
+            format: set.format.clone(),
+            tensors: model.tensors.clone(),
+            candidates: located.candidates.clone(),
+            chosen: info.name.clone(),
+            reason: reason.clone(),
+            unembedding: unembedding_info.as_ref().map(|u| u.name.clone()),
+            missing: set.missing.clone(),
+            ignored: set.ignored.clone(),
+        };
+        // The shape checks come first: nothing below reads or allocates for a tensor they refuse.
+        let embedding =
+            Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason), config.clone())?;
+        let vocab = if model.vocab.is_empty() {
+            crate::read::vocab::from_sources(&sources, &set.files)
+        } else {
+            model.vocab.clone()
+        };
+        let matrix = Matrix::new(source_of(&info)?, info.clone(), Rc::new(vocab));
+        let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only);
+        // A broken unembedding must not cost the user the embedding's result: it is left out.
+        let unembedding_matrix = match &unembedding_info {
+            Some(u) if !options.tensor_bytes_only => {
+                source_of(u).ok().map(|s| Matrix::new(s, u.clone(), matrix.vocab.clone()))
+            }
+            _ => None,
+        };
+        let unembedding = match &unembedding_info {
+            Some(_) if options.tensor_bytes_only => None,
+            Some(u) => {
+                let config = unembedding_config(u, &config, embedding.accumulator_bytes());
+                source_of(u).ok().zip(config).and_then(|(s, config)| {
+                    Analysis::new(Box::new(s), u.clone(), origin(u, "unembedding"), config).ok()
+                })
+            }
+            None => None,
+        };
+        Ok((Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix }, opened))
+    }
+
+    /// A helper's part of a pass split over workers (`pass`): the tensor `tensor` of `sources`
+    /// (the name the lead's [`Opened::chosen`] gave), `share` of its pass and nothing else. Its
+    /// [`Analysis::into_partial`] goes to the lead's [`Job::absorb`].
+    pub fn open_share(
+        sources: Vec<Rc<dyn ByteSource>>,
+        tensor: &str,
+        config: AnalysisConfig,
+        share: Share,
+    ) -> Result<Analysis, Error> {
+        let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s.as_ref()).collect();
+        let set = read_model_set(&refs)?;
+        let (info, reason) = choose_in_set(&set, Some(tensor))?;
+        let source = sources.get(info.file).cloned().ok_or_else(|| {
+            Error::from(LocateError::TensorNotFound { name: info.name.clone(), file: set.describe() })
+        })?;
+        let origin = Origin { file: String::new(), format: set.format.clone(), tensor_reason: reason };
+        let mut analysis = Analysis::new(Box::new(source), info, origin, config)?;
+        analysis.set_share_only(share);
+        Ok(analysis)
+    }
+
+    /// Splits the embedding's pass over `of` workers: this job (the lead) keeps share 0 and the
+    /// histogram's sample; the others run [`Job::open_share`]. Call before the first step.
+    pub fn split(&mut self, of: u32) {
+        if let Some(share) = Share::new(0, of) {
+            self.embedding.set_share(share);
+        }
+    }
+
+    /// Bytes of the embedding's accumulator, which every worker of a split pass holds once.
+    pub fn accumulator_bytes(&self) -> u64 {
+        self.embedding.accumulator_bytes()
+    }
+
+    /// Takes in another worker's share of the embedding's pass.
+    pub fn absorb(&mut self, partial: &PassPartial) -> Result<(), Error> {
+        self.embedding.absorb(partial)
+    }
+
+    /// One bounded piece of work; true when the job is finished.
+    pub fn step(&mut self) -> Result<bool, Error> {
+        if self.stopped {
+            return Ok(true);
+        }
+        if self.embedding.phase() != Phase::Done {
+            self.embedding.step()?;
+            return Ok(self.embedding.phase() == Phase::Done && self.unembedding.is_none());
+        }
+        match self.unembedding.as_mut() {
+            Some(u) if u.phase() != Phase::Done => {
+                // An unreadable unembedding ends its part of the job, not the job.
+                if u.step().is_err() {
+                    self.unembedding = None;
+                    return Ok(true);
+                }
+                Ok(u.phase() == Phase::Done)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// Ends the job where it stands: the report then carries estimates with their intervals.
+    pub fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    /// Runs to the end (CLI, tests).
+    pub fn run(mut self) -> Result<Self, Error> {
+        while !self.step()? {}
+        Ok(self)
+    }
+
+    /// Whether the embedding's pass has a running ε yet (cheap: no ‖G‖ is computed).
+    pub fn has_estimate(&self) -> bool {
+        self.embedding.has_estimate()
+    }
+
+    /// Progress of the whole job: the unembedding's sample counts as a small last stretch.
+    pub fn progress(&self) -> Progress {
+        let mut p = self.embedding.progress();
+        if let Some(u) = self.unembedding.as_ref() {
+            if self.embedding.phase() == Phase::Done {
+                let q = u.progress();
+                p.fraction = 0.9 + 0.1 * q.fraction;
+                p.phase = q.phase;
+            } else {
+                p.fraction *= 0.9;
+            }
+        }
+        p
+    }
+
+    /// The embedding's geometry ([`Analysis::geometry`]): None unless its pass was exact. The
+    /// unembedding, a sample, has none.
+    /// The embedding matrix and its vocabulary, for the tail explorer and the centred pass.
+    pub fn matrix(&self) -> &Matrix {
+        &self.matrix
+    }
+
+    pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
+        self.embedding.geometry(timing)
+    }
+
+    /// [`Job::report`] with the geometry filled in: for callers that can wait for the eigen step.
+    pub fn report_with_geometry(&self, timing_ms: f64) -> Result<Report, Error> {
+        let mut report = self.report(timing_ms)?;
+        report.geometry = self.geometry(GeometryTiming::WithTheResult)?;
+        Ok(report)
+    }
+
+    pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {
+        let mut report = self.embedding.report(timing_ms)?;
+        report.unembedding =
+            self.unembedding.as_ref().and_then(|u| u.report(0.0).ok()).map(|r| UnembeddingReport::from_report(&r));
+        // Per-token cosines of the two matrices (paper Fig. 9): one O(V·d) read of both, after an
+        // exact pass only (an early stop means the user wanted an answer now).
+        if let (Some(u), Some(w), true) = (report.unembedding.as_mut(), self.unembedding_matrix.as_ref(), report.exact)
+        {
+            u.alignment = crate::explain::alignment::token_alignment(&self.matrix, w).ok();
+        }
+        for p in &mut report.top_pairs {
+            p.a_token = self.matrix.token(p.a);
+            p.b_token = self.matrix.token(p.b);
+        }
+        report.tied = self.tied.tied;
+        report.tied_evidence = self.tied.evidence.clone();
+        Ok(report)
+    }
+}
+
+/// The unembedding's sample: [`UNEMBEDDING_ROWS`] rows, fewer when their accumulator would hold
+/// more than the embedding's `budget` bytes (the unembedding pass never needs more memory
+/// than the embedding pass), none when not even two rows fit.
+fn unembedding_config(u: &TensorInfo, config: &AnalysisConfig, budget: u64) -> Option<AnalysisConfig> {
+    let sampled = AnalysisConfig { stop_after_rows: Some(UNEMBEDDING_ROWS), ..config.clone() };
+    if planned_accumulator_bytes(u, &sampled)? <= budget {
+        return Some(sampled);
+    }
+    let (_, dim) = u.matrix()?;
+    // Whole blocks: the pass rounds its row target up to one.
+    let block = config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
+    let rows = rows_within(budget, dim as usize) / block * block;
+    let fewer = AnalysisConfig { stop_after_rows: Some(rows), ..config.clone() };
+    (rows >= 2 && planned_accumulator_bytes(u, &fewer)? <= budget).then_some(fewer)
+}
+
+/// Rows of a tensor compared per read in the tied check: the check's memory stays at two such
+/// buffers however wide a header says the rows are.
+const TIED_CHECK_CHUNK_BYTES: u64 = 1 << 16;
+
+/// Decides whether input and output embeddings are tied: no separate output tensor, or a separate
+/// one whose bytes equal the embedding's on [`TIED_CHECK_ROWS`] rows spread over the matrix. Without
+/// `compare_bytes`, only what the headers decide is said.
+fn tied_check(
+    sources: &[Rc<dyn ByteSource>],
+    set: &ModelSet,
+    embedding: &TensorInfo,
+    unembedding: Option<&TensorInfo>,
+    compare_bytes: bool,
+) -> Tied {
+    let Some(u) = unembedding else {
+        let missing = ["lm_head.weight", "output.weight"].iter().find_map(|n| set.missing_shard_for(n));
+        return match missing {
+            Some(shard) => {
+                Tied { tied: None, evidence: format!("unknown: the output matrix is in {shard}, which was not given") }
+            }
+            None => Tied {
+                tied: Some(true),
+                evidence: "no separate output matrix: the input embedding doubles as the unembedding".into(),
+            },
+        };
+    };
+    if u.shape != embedding.shape || u.dtype != embedding.dtype {
+        return Tied { tied: Some(false), evidence: format!("separate {} of shape {:?} {}", u.name, u.shape, u.dtype) };
+    }
+    if !compare_bytes {
+        return Tied {
+            tied: None,
+            evidence: format!(
+                "unknown: a separate {} of the same shape; its rows were not compared, to save downloading them",
+                u.name
+            ),
+        };
+    }
+    let (Some((rows, _)), Some(es), Some(us)) = (embedding.matrix(), sources.get(embedding.file), sources.get(u.file))
+    else {
+        return Tied { tied: None, evidence: "unknown".into() };
+    };
+    let row_bytes = (embedding.byte_range.1 - embedding.byte_range.0).checked_div(rows).unwrap_or(0);
+    let checks = TIED_CHECK_ROWS.min(rows);
+    let chunk = row_bytes.min(TIED_CHECK_CHUNK_BYTES) as usize;
+    let (mut a, mut b) = (vec![0u8; chunk], vec![0u8; chunk]);
+    for i in 0..checks {
+        let r = i * rows / checks.max(1);
+        let mut at = 0u64;
+        while at < row_bytes {
+            let n = (row_bytes - at).min(chunk as u64) as usize;
+            let (a, b) = (&mut a[..n], &mut b[..n]);
+            let ok = es.read_at(embedding.byte_range.0 + r * row_bytes + at, a).is_ok()
+                && us.read_at(u.byte_range.0 + r * row_bytes + at, b).is_ok();
+            if !ok {
+                return Tied { tied: None, evidence: "unknown: rows could not be read".into() };
+            }
+            if a != b {
+                return Tied {
+                    tied: Some(false),
+                    evidence: format!("separate {} with different values (row {r} differs)", u.name),
+                };
+            }
+            at += n as u64;
+        }
+    }
+    Tied { tied: Some(true), evidence: format!("separate {} with equal values on the {checks} rows compared", u.name) }
+}

@@ -1,0 +1,151 @@
+//! A job's pass on every core, natively: the CLI's `analyze`, and the tests that hold it to the
+//! single-threaded pass. The browser does the same with a pool of Web Workers (`worker::pool`):
+//! the lead share (share 0: the histogram's sample, the unembedding) runs here, every other share
+//! on a thread of its own that opens the files itself, and the partials merge into the lead.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use thiserror::Error;
+
+use crate::explain::centred::{centred, CentredError};
+use crate::pass::shares::{shares_for, Share};
+use crate::read::source::{ByteSource, FileSource, ReadError};
+use crate::result::report::Report;
+use crate::run::analysis::AnalysisConfig;
+use crate::run::error::Error;
+use crate::run::job::Job;
+
+/// Why a native pass did not give a Report.
+#[derive(Debug, Error)]
+pub enum ThreadsError {
+    /// A path could not be opened or listed.
+    #[error("{path}: {message}")]
+    Open { path: String, message: String },
+    /// A directory was given that holds no regular files.
+    #[error("{path}: the directory holds no files")]
+    EmptyDirectory { path: String },
+    /// The operating system refused the threads.
+    #[error("could not start {threads} threads: {message}")]
+    Pool { threads: u32, message: String },
+    /// A share's thread panicked (a bug: the message says so rather than giving a wrong answer).
+    #[error("a worker thread panicked; no result is given (please report this)")]
+    Panicked,
+    /// The analysis itself failed (the message names the file, tensor and offset).
+    #[error(transparent)]
+    Analysis(#[from] Error),
+    /// The centred pass failed.
+    #[error(transparent)]
+    Centred(#[from] CentredError),
+}
+
+impl From<ReadError> for ThreadsError {
+    fn from(e: ReadError) -> Self {
+        ThreadsError::Analysis(Error::Read(e))
+    }
+}
+
+/// What `analyze` was asked for.
+#[derive(Clone, Debug, Default)]
+pub struct PassRequest {
+    /// The tensor to analyse (default: the located token embedding).
+    pub tensor: Option<String>,
+    /// Seed, early stop and precision, as in the page.
+    pub config: AnalysisConfig,
+    /// Threads sharing the pass (default: every core). Fewer run when their accumulators would not
+    /// fit the memory budget ([`shares_for`]).
+    pub threads: Option<usize>,
+    /// Also the μ, σ, ε of the mean-centred rows (a second pass; not the paper's ε).
+    pub centred: bool,
+}
+
+/// Analyses the files at `paths` (a directory stands for the files in it) on up to
+/// `request.threads` threads: the same Report as one thread, whatever the number.
+pub fn analyze_paths(paths: &[PathBuf], request: &PassRequest) -> Result<Report, ThreadsError> {
+    let started = Instant::now();
+    let files = expand_paths(paths)?;
+    let open = || -> Result<Vec<Rc<dyn ByteSource>>, ThreadsError> {
+        let mut sources: Vec<Rc<dyn ByteSource>> = Vec::with_capacity(files.len());
+        for f in &files {
+            sources.push(Rc::new(FileSource::open(f)?));
+        }
+        Ok(sources)
+    };
+    let config = request.config.clone();
+    let (mut job, opened) = Job::open(open()?, request.tensor.as_deref(), config.clone())?;
+    let requested = request.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let of = shares_for(u32::try_from(requested).unwrap_or(u32::MAX), job.accumulator_bytes());
+    job.split(of);
+    // Sources are not Send: each pool thread opens the files itself.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads((of as usize).saturating_sub(1).max(1))
+        .build()
+        .map_err(|e| ThreadsError::Pool { threads: of, message: e.to_string() })?;
+    let partials = Mutex::new(Vec::new());
+    let mut lead = None;
+    pool.in_place_scope(|scope| {
+        for index in 1..of {
+            let (partials, chosen, config, open) = (&partials, &opened.chosen, config.clone(), &open);
+            scope.spawn(move |_| {
+                let partial = open().and_then(|sources| {
+                    let share = Share::new(index, of).ok_or(ThreadsError::Panicked)?;
+                    let analysis = Job::open_share(sources, chosen, config, share)?;
+                    Ok(analysis.run(&mut |_| {})?.into_partial())
+                });
+                if let Ok(mut all) = partials.lock() {
+                    all.push(partial);
+                }
+            });
+        }
+        lead = Some(job.run());
+    });
+    let mut job = lead.ok_or(ThreadsError::Panicked)??;
+    let partials = partials.into_inner().map_err(|_| ThreadsError::Panicked)?;
+    if partials.len() + 1 != of as usize {
+        return Err(ThreadsError::Panicked);
+    }
+    for partial in partials {
+        job.absorb(&partial?)?;
+    }
+    let mut report = job.report_with_geometry(started.elapsed().as_secs_f64() * 1000.0)?;
+    if request.centred {
+        report.centred = Some(centred(job.matrix())?);
+    }
+    Ok(report)
+}
+
+/// Opens every file named, a directory standing for the regular files directly in it.
+pub fn open_paths(paths: &[PathBuf]) -> Result<Vec<FileSource>, ThreadsError> {
+    expand_paths(paths)?.iter().map(|f| Ok(FileSource::open(f)?)).collect()
+}
+
+/// The files named, a directory replaced by the regular files directly in it (sorted, not
+/// recursive; symbolic links to files count, as in the Hugging Face cache).
+fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ThreadsError> {
+    let failed = |path: &Path, e: std::io::Error| ThreadsError::Open {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let mut inside = Vec::new();
+        for entry in std::fs::read_dir(path).map_err(|e| failed(path, e))? {
+            let entry = entry.map_err(|e| failed(path, e))?;
+            if entry.path().is_file() {
+                inside.push(entry.path());
+            }
+        }
+        if inside.is_empty() {
+            return Err(ThreadsError::EmptyDirectory { path: path.display().to_string() });
+        }
+        inside.sort();
+        files.extend(inside);
+    }
+    Ok(files)
+}
