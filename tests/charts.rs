@@ -1,15 +1,18 @@
 //! `orthoscope::charts` rendered to SVG and read back: markers and their colours, legends outside the
 //! plot, no overlapping text at phone and HiDPI sizes, off-range markers noted, degenerate data
 //! (identical rows, empty histograms) drawn sensibly, themes, overlays, alt text; the sensitivity
-//! charts (`docs/method.md` §2, §7) monotone and naming their formulas. Histograms come from real
+//! charts (`docs/method.md` §2, §7) monotone and naming their formulas; the plot frame every chart
+//! shares (the plotters ones and the page's hand-built SVG ones) leaving room for its labels and
+//! mapping data to its edges. Histograms come from real
 //! analyses of generated matrices. Set ORTHOSCOPE_CHART_DIR=some/dir to also write the SVGs there
 //! for a look.
 
 use std::collections::HashMap;
 
+use orthoscope::charts::layout::{CHAR_EM, FONT_AXIS, FONT_TICK, LINE_EM, MIN_PLOT_HEIGHT, MIN_PLOT_WIDTH};
 use orthoscope::charts::{
-    capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, ChartError, ChartText, Counted,
-    HistogramChart, HistogramSeries, Marker, Theme, FORMULA_NAMES,
+    capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, Axis, ChartError, ChartText,
+    Counted, FrameSpec, HistogramChart, HistogramSeries, Marker, PlotFrame, Scale, Sizes, Theme, YTitle, FORMULA_NAMES,
 };
 use orthoscope::fixtures::synth::{class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::read::format::{read_model, DType};
@@ -29,7 +32,12 @@ fn report_with(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) 
     let source = SliceSource::new("generated.safetensors", bytes);
     let model = read_model(&source, 0).expect("generated file parses");
     let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let origin = Origin { file: "generated.safetensors".into(), format: model.format.clone(), tensor_reason: reason };
+    let origin = Origin {
+        file: "generated.safetensors".into(),
+        format: model.format.clone(),
+        tensor_reason: reason,
+        ..Origin::default()
+    };
     Analysis::new(Box::new(source), tensor, origin, config)
         .expect("analysis set up")
         .run(&mut |_| {})
@@ -593,4 +601,175 @@ fn capacity_against_d_is_monotone_and_marks_the_models_d() {
     assert_clean(&svg, &theme, (520.0, 360.0), 11.0, &[]);
     let (svg, _) = capacity_vs_dim_svg(4096, 0.0645, &theme, 375, 380).expect("draws");
     assert_clean(&svg, &theme, (375.0, 380.0), 11.0, &[]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared plot frame
+// ---------------------------------------------------------------------------------------------
+
+fn labels(ls: &[&str]) -> Vec<String> {
+    ls.iter().map(|l| l.to_string()).collect()
+}
+
+/// A tick label's estimated width, as every chart estimates it (device pixels at `scale`).
+fn label_width(l: &str, scale: f64) -> f64 {
+    l.chars().count() as f64 * CHAR_EM * FONT_TICK * scale
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
+}
+
+#[test]
+fn the_plot_frame_leaves_room_for_its_tick_labels_and_axis_titles() {
+    let (left, right, below) = (labels(&["0", "0.04", "0.125"]), labels(&["0 %", "100 %"]), labels(&["512", "16384"]));
+    for scale in [1.0, 2.0] {
+        let (w, h) = (600.0 * scale, 330.0 * scale);
+        let (tick_line, axis_line) = (LINE_EM * FONT_TICK * scale, LINE_EM * FONT_AXIS * scale);
+        for y_title in [YTitle::None, YTitle::Above, YTitle::Beside] {
+            let spec = FrameSpec {
+                left_labels: &left,
+                right_labels: &right,
+                x_labels: &below,
+                x_title: true,
+                y_title,
+                ..FrameSpec::new(w, h, Sizes::new(scale, 1.0))
+            };
+            let f = PlotFrame::new(&spec).expect("a 600 × 330 frame fits");
+            let at = format!("scale {scale}, {y_title:?}: {f:?}");
+            assert!(0.0 < f.left && f.left < f.right && f.right < w, "{at}");
+            assert!(0.0 < f.top && f.top < f.bottom && f.bottom < h, "{at}");
+            for v in [f.left, f.top, f.right, f.bottom] {
+                assert_eq!(v, v.round(), "edges on whole device pixels: {at}");
+            }
+            // Left: tick, gap, the longest label, and the turned y title's column before it.
+            assert!(f.left_labels_end + f.tick <= f.left, "{at}");
+            let column_end = match y_title {
+                YTitle::Beside => {
+                    let c = f.y_title.expect("a column for the y title");
+                    assert!(c.start >= 0.0 && c.size >= axis_line, "{at}");
+                    c.end()
+                }
+                _ => 0.0,
+            };
+            assert!(f.left_labels_end - label_width("0.125", scale) >= column_end, "{at}");
+            // Right: the second axis's longest label ends inside the outer box.
+            assert!(f.right_labels_start >= f.right + f.tick, "{at}");
+            assert!(f.right_labels_start + label_width("100 %", scale) <= w, "{at}");
+            // Below: tick, a line of x labels, then a line for the x title, inside the box.
+            assert!(f.x_labels.start >= f.bottom + f.tick && f.x_labels.size >= tick_line, "{at}");
+            assert!(f.x_title.start >= f.x_labels.end() && f.x_title.size >= axis_line && f.x_title.end() <= h, "{at}");
+            // Half the widest x label may hang past either end of the frame and stays inside.
+            let half = label_width("16384", scale) / 2.0;
+            assert!(f.left - half >= 0.0 && f.right + half <= w, "{at}");
+            // Above: half a label line over the top tick, below the y title's row when it is above.
+            let ceiling = match y_title {
+                YTitle::Above => {
+                    let r = f.y_title.expect("a row for the y title");
+                    assert!(r.start >= 0.0 && r.size >= axis_line, "{at}");
+                    r.end()
+                }
+                _ => 0.0,
+            };
+            assert!(f.top - tick_line / 2.0 >= ceiling, "{at}");
+        }
+    }
+    // What the caller draws above (title, legend) pushes the frame down by as much.
+    let bare = PlotFrame::new(&FrameSpec::new(600.0, 330.0, Sizes::new(1.0, 1.0))).expect("fits");
+    let headed = PlotFrame::new(&FrameSpec { header: 40.0, ..FrameSpec::new(600.0, 330.0, Sizes::new(1.0, 1.0)) })
+        .expect("fits");
+    assert_eq!(headed.top, bare.top + 40.0);
+    assert_eq!(headed.bottom, bare.bottom);
+}
+
+#[test]
+fn data_maps_the_axis_ends_to_the_frame_edges() {
+    let f = PlotFrame::new(&FrameSpec::new(400.0, 300.0, Sizes::new(1.0, 1.0))).expect("fits");
+    let axes = [
+        Axis::linear(-1.0, 1.0),
+        Axis::linear(0.035, 0.105),
+        Axis::log10(512.0, 2f64.powf(14.5)),
+        Axis::log10(1e-9, 0.1),
+    ];
+    for axis in axes {
+        assert!(close(f.x(&axis, axis.lo), f.left) && close(f.x(&axis, axis.hi), f.right), "{axis:?}");
+        assert!(close(f.y(&axis, axis.lo), f.bottom) && close(f.y(&axis, axis.hi), f.top), "{axis:?}");
+        let middle = match axis.scale {
+            Scale::Linear => (axis.lo + axis.hi) / 2.0,
+            Scale::Log10 => (axis.lo * axis.hi).sqrt(),
+        };
+        assert!(close(f.x(&axis, middle), (f.left + f.right) / 2.0), "{axis:?}");
+        assert!(close(f.y(&axis, middle), (f.top + f.bottom) / 2.0), "{axis:?}");
+        // Not clamped: a value past the end lies past the edge, for the caller to pin or mark.
+        let beyond = match axis.scale {
+            Scale::Linear => axis.hi + (axis.hi - axis.lo),
+            Scale::Log10 => axis.hi * 10.0,
+        };
+        assert!(f.x(&axis, beyond) > f.right && f.y(&axis, beyond) < f.top, "{axis:?}");
+    }
+    // d = 4096 on the Table-1 map's axis (512 to 2¹⁴·⁵) lies 3/5.5 of the way along, as on a log2 axis.
+    let d = Axis::log10(512.0, 2f64.powf(14.5));
+    assert!(close(d.fraction(4096.0), 3.0 / 5.5));
+}
+
+#[test]
+fn a_log_axis_spaces_decades_evenly_and_ticks_them() {
+    let f = PlotFrame::new(&FrameSpec::new(500.0, 300.0, Sizes::new(1.0, 1.0))).expect("fits");
+    let axis = Axis::log10(1e-3, 1e5);
+    let xs: Vec<f64> = (-3..=5).map(|k| f.x(&axis, 10f64.powi(k))).collect();
+    let ys: Vec<f64> = (-3..=5).map(|k| f.y(&axis, 10f64.powi(k))).collect();
+    let (dx, dy) = (f.plot_width() / 8.0, f.plot_height() / 8.0);
+    for (x, y) in xs.windows(2).zip(ys.windows(2)) {
+        assert!((x[1] - x[0] - dx).abs() < 1e-9, "{xs:?}");
+        assert!((y[0] - y[1] - dy).abs() < 1e-9, "{ys:?}");
+    }
+    // Equal ratios, equal lengths, inside any decade.
+    assert!((f.x(&axis, 2e-2) - f.x(&axis, 1e-2) - (f.x(&axis, 2e3) - f.x(&axis, 1e3))).abs() < 1e-9);
+    let decades: Vec<f64> = (-3..=5).map(|k| 10f64.powi(k)).collect();
+    assert_eq!(axis.ticks(8), decades);
+    assert_eq!(axis.ticks(4), [-3, -1, 1, 3, 5].map(|k| 10f64.powi(k)));
+    // Zero and negative values have no place on a log axis: the caller pins them (a floor).
+    assert_eq!(axis.fraction(0.0), f64::NEG_INFINITY);
+    assert!(axis.fraction(-1.0).is_nan());
+    // A linear axis ticks at nice steps inside its range.
+    assert_eq!(Axis::linear(0.0, 1.0).ticks(2), [0.0, 0.5, 1.0]);
+    let ticks = Axis::linear(-1.0, 1.0).ticks(5);
+    assert!(ticks.len() <= 6 && ticks.first() == Some(&-1.0) && ticks.last() == Some(&1.0), "{ticks:?}");
+}
+
+#[test]
+fn a_frame_too_small_for_its_labels_says_so() {
+    let (left, below) = (labels(&["0.125"]), labels(&["16384"]));
+    for (w, h) in [(100.0, 330.0), (600.0, 70.0), (30.0, 20.0), (0.0, 0.0), (f64::NAN, 300.0)] {
+        let spec = FrameSpec {
+            left_labels: &left,
+            x_labels: &below,
+            x_title: true,
+            y_title: YTitle::Beside,
+            ..FrameSpec::new(w, h, Sizes::new(1.0, 1.0))
+        };
+        let err = PlotFrame::new(&spec).expect_err("too small");
+        assert!(err.plot_width >= 0.0 && err.plot_height >= 0.0, "no negative sizes: {err:?}");
+        assert!(err.plot_width < MIN_PLOT_WIDTH || err.plot_height < MIN_PLOT_HEIGHT, "{err:?}");
+        assert!(err.to_string().contains("larger"), "{err}");
+    }
+}
+
+#[test]
+fn the_plotters_charts_frame_follows_the_shared_margins() {
+    let r = trained();
+    let theme = Theme::light();
+    for (w, h) in [(600u32, 400u32), (375, 300)] {
+        let (svg, _) = histogram_svg(&HistogramChart::from_report(&r, false), &theme, w, h).expect("draws");
+        let fr = frame(&parse(&svg), &theme);
+        let shared = PlotFrame::new(&FrameSpec {
+            x_labels: &labels(&["1.0"]),
+            x_title: true,
+            y_title: YTitle::Above,
+            ..FrameSpec::new(w as f64, h as f64, Sizes::new(1.0, 1.0))
+        })
+        .expect("fits");
+        // Below the frame the histogram holds exactly the shared rows: tick, x labels, x title.
+        assert_eq!(fr.3, shared.bottom, "{w}×{h}");
+    }
 }

@@ -13,6 +13,10 @@
 //! (colour-blind safe), μ is dashed and ε solid so they differ without colour too, and every legend
 //! sits above the plot so it never covers data.
 //!
+//! Margins and scales: [`PlotFrame`] (in [`layout`]) places the plot box from the font sizes of its
+//! tick labels and axis titles and maps data to pixels on linear and log axes. The page's hand-built
+//! SVG charts (the Table-1 map, the spectrum) use it too, so all charts share one set of margin rules.
+//!
 //! Sizes: `scale` is device pixels per CSS pixel (`window.devicePixelRatio`); the drawing area is in
 //! device pixels; fonts (≥ 12 CSS px), strokes and margins scale with it. Text sizes assume the canvas
 //! convention (size = pixels); the `*_svg` functions compensate for plotters' SVG backend, which writes
@@ -27,6 +31,7 @@ use plotters::prelude::{DrawingArea, DrawingBackend, IntoDrawingArea, SVGBackend
 use plotters::style::RGBColor;
 
 pub use histogram::{draw_histogram, histogram_text, Counted, HistogramChart, HistogramSeries, Marker, MarkerKind};
+pub use layout::{Axis, FrameSpec, FrameTooSmall, PlotFrame, Scale, Sizes, Strip, YTitle};
 pub use sensitivity::{
     capacity_vs_dim_text, capacity_vs_epsilon_text, draw_capacity_vs_dim, draw_capacity_vs_epsilon, FORMULA_NAMES,
 };

@@ -12,16 +12,17 @@ use wasm_bindgen::JsCast;
 use crate::charts::{self, ChartText, Counted, HistogramChart, HistogramSeries, Marker, Theme};
 use crate::result::report::HistogramReport;
 
-/// Page-wide display facts every chart redraws on.
+/// Page-wide facts about the screen every chart redraws on: its colour scheme and its layout (the
+/// device pixel ratio is read at each redraw).
 #[derive(Clone, Copy)]
-pub struct Display {
+pub struct Screen {
     /// `prefers-color-scheme: dark`.
     pub dark: RwSignal<bool>,
     /// Bumped on every window resize.
     pub layout: RwSignal<u32>,
 }
 
-impl Display {
+impl Screen {
     pub fn theme(&self) -> Theme {
         if self.dark.get() {
             Theme::dark()
@@ -126,13 +127,13 @@ pub fn ChartCanvas(
     #[prop(default = true)]
     exports: bool,
 ) -> impl IntoView {
-    let display = expect_context::<Display>();
+    let screen = expect_context::<Screen>();
     let canvas_ref = NodeRef::<Canvas>::new();
     let text = RwSignal::new(ChartText::default());
     Effect::new(move |_| {
         let spec = spec.get();
-        let theme = display.theme();
-        display.layout.track();
+        let theme = screen.theme();
+        screen.layout.track();
         let Some(canvas) = canvas_ref.get() else { return };
         let ratio = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio()).max(1.0);
         let (css_w, css_h) = (canvas.client_width().max(1) as f64, canvas.client_height().max(1) as f64);
@@ -155,7 +156,7 @@ pub fn ChartCanvas(
     let download_svg = move |_| {
         let Some(canvas) = canvas_ref.get_untracked() else { return };
         let (w, h) = (canvas.client_width().max(320) as u32, canvas.client_height().max(200) as u32);
-        if let Ok(svg) = svg_of(&spec.get_untracked(), &display.theme(), w, h) {
+        if let Ok(svg) = svg_of(&spec.get_untracked(), &screen.theme(), w, h) {
             download_text(&format!("{}.svg", file_stem.get_untracked()), "image/svg+xml", &svg);
         }
     };

@@ -16,9 +16,10 @@ use web_sys::{File, MessageEvent, Window};
 
 use super::chart::{mu_epsilon_markers, ChartCanvas, ChartSpec};
 use super::controller::{self, State, Status};
-use super::result::{class_name, headline_capacity, permalink_href, ContractReport};
+use super::result::{class_name, headline_capacity, page_base, ContractReport};
 use crate::charts::Counted;
 use crate::pass::estimate::Class;
+use crate::result::links;
 use crate::result::report::{group_digits, model_name, significant, Report};
 
 /// Version of the host protocol.
@@ -184,7 +185,7 @@ fn EmbedResult(
         "capacity indeterminate (ε ≥ 0.1)".to_string()
     };
     // The full view of the same result, without `embed=1`.
-    let back = permalink_href(&r, &crate::result::permalink::encode(&r));
+    let back = links::permalink_href(&page_base(), &r, &crate::result::permalink::encode(&r));
     view! {
         <article class="embed-card" aria-label="Orthoscope result">
             <h1 class="embed-title">{model.clone()}</h1>

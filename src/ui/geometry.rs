@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 
 use super::controller::State;
+use crate::charts::{Axis, FrameSpec, PlotFrame, Sizes};
 use crate::explain::geometry::{geometry_expected, Geometry, MAX_GEOMETRY_DIM};
 use crate::result::report::{significant, Report};
 
@@ -134,13 +135,10 @@ pub fn GeometryPanel(
     .into_any()
 }
 
-/// Plot geometry of the spectrum, in SVG user units.
+/// Outer size of the spectrum in SVG user units (CSS px at full width); its margins and scales are
+/// the charts' [`PlotFrame`], sized from its tick labels.
 const SW: f64 = 600.0;
 const SH: f64 = 240.0;
-const SL: f64 = 56.0;
-const SR: f64 = 52.0;
-const ST: f64 = 12.0;
-const SB: f64 = 42.0;
 /// Decades of λ shown below the largest: smaller eigenvalues sit on the floor.
 const DECADES: f64 = 8.0;
 
@@ -157,13 +155,29 @@ fn Spectrum(
     if n < 2 || top <= 0.0 || total <= 0.0 {
         return ().into_any();
     }
-    let (y_hi, y_lo) = (top.log10().ceil(), top.log10().ceil() - DECADES);
-    let x = |k: usize| SL + ((k as f64).ln() / (n as f64).ln()) * (SW - SL - SR);
-    let y = |l: f64| {
-        let v = if l > 0.0 { l.log10().max(y_lo) } else { y_lo };
-        ST + (y_hi - v) / (y_hi - y_lo) * (SH - ST - SB)
+    let y_hi = top.log10().ceil();
+    let x_axis = Axis::log10(1.0, n as f64);
+    let y_axis = Axis::log10(10f64.powf(y_hi - DECADES), 10f64.powf(y_hi));
+    let share_axis = Axis::linear(0.0, 1.0);
+    // λ every second decade, k at each decade (d stays below 10⁵), the share at 0, ½ and 1.
+    let decades = y_axis.ticks(DECADES as usize / 2);
+    let ks = x_axis.ticks(5);
+    let fractions = share_axis.ticks(2);
+    let decade_labels: Vec<String> = decades.iter().map(|v| format!("1e{}", v.log10().round() as i64)).collect();
+    let k_labels: Vec<String> = ks.iter().map(|k| format!("{k:.0}")).collect();
+    let share_labels: Vec<String> = fractions.iter().map(|f| format!("{:.0} %", 100.0 * f)).collect();
+    let spec = FrameSpec {
+        left_labels: &decade_labels,
+        right_labels: &share_labels,
+        x_labels: &k_labels,
+        x_title: true,
+        ..FrameSpec::new(SW, SH, Sizes::new(1.0, 1.0))
     };
-    let y_share = |f: f64| ST + (1.0 - f) * (SH - ST - SB);
+    let Ok(frame) = PlotFrame::new(&spec) else { return ().into_any() };
+    let x = |k: usize| frame.x(&x_axis, k as f64);
+    // Eigenvalues below the floor (and zeros) sit on it.
+    let y = |l: f64| frame.y_at(y_axis.fraction(l).max(0.0));
+    let y_share = |f: f64| frame.y(&share_axis, f);
     let mut cumulative = 0.0;
     let mut spectrum = String::new();
     let mut shares = String::new();
@@ -183,27 +197,25 @@ fn Spectrum(
         significant(top, 3),
         100.0 * top / total
     );
-    let decades: Vec<f64> = (0..=DECADES as i32).step_by(2).map(|i| y_hi - i as f64).collect();
-    let ks: Vec<usize> = [1usize, 10, 100, 1000, 10000].into_iter().filter(|&k| k <= n).collect();
     view! {
         <figure class="chart spectrum-figure">
             <svg class="map spectrum" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {SW} {SH}") role="img" aria-label=label.clone() data-testid="spectrum">
-                <line class="axis" x1=SL x2=SW - SR y1=SH - SB y2=SH - SB></line>
-                <line class="axis" x1=SL x2=SL y1=ST y2=SH - SB></line>
-                <line class="axis" x1=SW - SR x2=SW - SR y1=ST y2=SH - SB></line>
-                {decades.into_iter().map(|d| view! {
-                    <line class="grid" x1=SL x2=SW - SR y1=y(10f64.powf(d)) y2=y(10f64.powf(d))></line>
-                    <text class="tick" x=SL - 6.0 y=y(10f64.powf(d)) + 4.0 text-anchor="end">{format!("1e{}", d as i64)}</text>
+                <line class="axis" x1=frame.left x2=frame.right y1=frame.bottom y2=frame.bottom></line>
+                <line class="axis" x1=frame.left x2=frame.left y1=frame.top y2=frame.bottom></line>
+                <line class="axis" x1=frame.right x2=frame.right y1=frame.top y2=frame.bottom></line>
+                {decades.into_iter().zip(decade_labels).map(|(d, label)| view! {
+                    <line class="grid" x1=frame.left x2=frame.right y1=y(d) y2=y(d)></line>
+                    <text class="tick" x=frame.left_labels_end y=y(d) text-anchor="end" dominant-baseline="central">{label}</text>
                 }).collect_view()}
-                {ks.into_iter().map(|k| view! {
-                    <text class="tick" x=x(k) y=SH - SB + 16.0 text-anchor="middle">{k.to_string()}</text>
+                {ks.into_iter().zip(k_labels).map(|(k, label)| view! {
+                    <text class="tick" x=frame.x(&x_axis, k) y=frame.x_labels.middle() text-anchor="middle" dominant-baseline="central">{label}</text>
                 }).collect_view()}
-                {[0.0, 0.5, 1.0].into_iter().map(|f| view! {
-                    <text class="tick" x=SW - SR + 6.0 y=y_share(f) + 4.0 text-anchor="start">{format!("{:.0} %", 100.0 * f)}</text>
+                {fractions.into_iter().zip(share_labels).map(|(f, label)| view! {
+                    <text class="tick" x=frame.right_labels_start y=y_share(f) text-anchor="start" dominant-baseline="central">{label}</text>
                 }).collect_view()}
                 <polyline class="spectrum-line" points=spectrum></polyline>
                 <polyline class="share-line" points=shares></polyline>
-                <text class="axis-title" x=SL + (SW - SL - SR) / 2.0 y=SH - 6.0 text-anchor="middle">"eigenvalue index k (log scale)"</text>
+                <text class="axis-title" x=(frame.left + frame.right) / 2.0 y=frame.x_title.middle() text-anchor="middle" dominant-baseline="central">"eigenvalue index k (log scale)"</text>
             </svg>
             <figcaption>
                 <span class="chart-note">"Solid: λₖ of G/V (left, log scale). Dashed: cumulative share of Σλ (right)."</span>

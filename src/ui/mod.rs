@@ -20,7 +20,7 @@ use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use chart::Display;
+use chart::Screen;
 use compare::Compare;
 pub use controller::State;
 use controller::Status;
@@ -38,20 +38,20 @@ pub fn mount() {
 }
 
 /// Tracks `prefers-color-scheme` and the window's size, which every chart redraws on.
-fn display() -> Display {
-    let display = Display { dark: RwSignal::new(false), layout: RwSignal::new(0) };
+fn screen() -> Screen {
+    let screen = Screen { dark: RwSignal::new(false), layout: RwSignal::new(0) };
     if let Some(query) = web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten()) {
-        display.dark.set(query.matches());
+        screen.dark.set(query.matches());
         let on_change =
             Closure::<dyn FnMut(web_sys::MediaQueryListEvent)>::new(move |e: web_sys::MediaQueryListEvent| {
-                display.dark.set(e.matches());
+                screen.dark.set(e.matches());
             });
         let _ = query.add_event_listener_with_callback("change", on_change.as_ref().unchecked_ref());
         // Lives as long as the page.
         on_change.forget();
     }
-    let _ = window_event_listener(ev::resize, move |_| display.layout.update(|n| *n += 1));
-    display
+    let _ = window_event_listener(ev::resize, move |_| screen.layout.update(|n| *n += 1));
+    screen
 }
 
 /// Moves focus to where the result of a run is, when the run's own controls (now hidden) had it:
@@ -82,8 +82,8 @@ fn keep_focus_after_runs(state: State) {
 pub fn App() -> impl IntoView {
     let params = Params::from_location();
     let state = State::new();
-    provide_context(state);
-    provide_context(display());
+    // Every chart reads the screen from context; the state, by contrast, is passed as a prop.
+    provide_context(screen());
     let embed = params.embed;
     controller::init(state, params);
     if embed {

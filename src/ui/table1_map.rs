@@ -12,19 +12,25 @@ use wasm_bindgen::JsCast;
 use super::chart::{click_download, download_text};
 use super::controller::State;
 use super::session::Entry;
+use crate::charts::{Axis, FrameSpec, PlotFrame, Sizes, YTitle};
 use crate::pass::estimate::{self, Class};
 use crate::result::paper::{self, TABLE1};
 use crate::result::report::{group_digits, model_name, scientific_from_log10, significant};
 
-/// Plot geometry in SVG user units.
+/// Outer size of each map in SVG user units (CSS px at full width); its margins and scales are the
+/// charts' [`PlotFrame`], sized from its tick labels and axis titles.
 const W: f64 = 600.0;
 const H: f64 = 330.0;
-const LEFT: f64 = 58.0;
-const RIGHT: f64 = 14.0;
-const TOP: f64 = 14.0;
-const BOTTOM: f64 = 46.0;
-/// d axis: log2 from 512 to 2¹⁴·⁵ (room right of 16384).
-const LOG2_D: (f64, f64) = (9.0, 14.5);
+/// d_model ticks: the powers of two the paper's models sit on.
+const D_TICKS: [u64; 6] = [512, 1024, 2048, 4096, 8192, 16384];
+/// How far past the d axis's ends a point may sit (as a fraction of its length) before it is
+/// pinned there: a model narrower than 512 still shows, just outside the frame.
+const D_OVERHANG: f64 = 0.02;
+
+/// The d axis: log scale from 512 to 2¹⁴·⁵ (room right of 16384).
+fn d_axis() -> Axis {
+    Axis::log10(512.0, 2f64.powf(14.5))
+}
 
 /// One point on the map.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,16 +99,6 @@ fn user_points(entries: &[Entry]) -> Vec<Point> {
         .collect()
 }
 
-fn x_of(d: u64) -> f64 {
-    let t = ((d.max(1) as f64).log2() - LOG2_D.0) / (LOG2_D.1 - LOG2_D.0);
-    LEFT + t.clamp(-0.02, 1.02) * (W - LEFT - RIGHT)
-}
-
-fn y_of(eps: f64, (lo, hi): (f64, f64)) -> f64 {
-    let t = (eps - lo) / (hi - lo);
-    TOP + (1.0 - t) * (H - TOP - BOTTOM)
-}
-
 /// One scatter: bands, axes, the paper's points and the user's.
 #[component]
 fn Scatter(
@@ -122,29 +118,47 @@ fn Scatter(
     readout: RwSignal<String>,
 ) -> impl IntoView {
     let (lo, hi) = range;
+    let y_labels: Vec<String> = ticks.iter().map(|t| format!("{t}")).collect();
+    let d_labels: Vec<String> = D_TICKS.iter().map(|d| d.to_string()).collect();
+    let spec = FrameSpec {
+        left_labels: &y_labels,
+        x_labels: &d_labels,
+        x_title: true,
+        y_title: YTitle::Beside,
+        ..FrameSpec::new(W, H, Sizes::new(1.0, 1.0))
+    };
+    let frame = match PlotFrame::new(&spec) {
+        Ok(frame) => frame,
+        Err(e) => {
+            return view! { <p class="note" data-testid=testid>{format!("The map cannot be drawn: {e}.")}</p> }
+                .into_any()
+        }
+    };
+    let (d_axis, eps_axis) = (d_axis(), Axis::linear(lo, hi));
+    let x_of = move |d: u64| frame.x_at(d_axis.fraction(d.max(1) as f64).clamp(-D_OVERHANG, 1.0 + D_OVERHANG));
+    let y_of = move |eps: f64| frame.y(&eps_axis, eps);
     let band = move |from: f64, to: f64, class: &'static str, label: &'static str| {
         let (a, b) = (from.max(lo), to.min(hi));
         (a < b).then(|| {
-            let (y0, y1) = (y_of(b, range), y_of(a, range));
+            let (y0, y1) = (y_of(b), y_of(a));
             view! {
-                <rect class=format!("band {class}") x=LEFT y=y0 width=W - LEFT - RIGHT height=y1 - y0></rect>
+                <rect class=format!("band {class}") x=frame.left y=y0 width=frame.plot_width() height=y1 - y0></rect>
                 // Labels on the left: no model of the paper has d < 640, so nothing is drawn there.
-                <text class="band-label" x=LEFT + 6.0 y=y0 + 14.0 text-anchor="start">{label}</text>
+                <text class="band-label" x=frame.left + 6.0 y=y0 + 14.0 text-anchor="start">{label}</text>
             }
         })
     };
-    let d_ticks = [512u64, 1024, 2048, 4096, 8192, 16384];
     let plotted = move || {
         points
             .get()
             .into_iter()
             .filter(|p| p.epsilon >= lo && p.epsilon <= hi)
             .map(|p| {
-                let (x, y) = (x_of(p.d), y_of(p.epsilon, range));
+                let (x, y) = (x_of(p.d), y_of(p.epsilon));
                 let text = p.describe();
                 let (enter, focus, label) = (text.clone(), text.clone(), text.clone());
                 let whisker = p.ci.map(|[a, b]| {
-                    view! { <line class="whisker" x1=x x2=x y1=y_of(b.min(hi), range) y2=y_of(a.max(lo), range)></line> }
+                    view! { <line class="whisker" x1=x x2=x y1=y_of(b.min(hi)) y2=y_of(a.max(lo))></line> }
                 });
                 let class = match (p.user, p.class) {
                     (true, _) => "pt user",
@@ -153,7 +167,8 @@ fn Scatter(
                 };
                 let shape = if p.user {
                     let s = 6.5;
-                    view! { <path d=format!("M{x} {} L{} {y} L{x} {} L{} {y} Z", y - s, x + s, y + s, x - s)></path> }.into_any()
+                    view! { <path d=format!("M{x} {} L{} {y} L{x} {} L{} {y} Z", y - s, x + s, y + s, x - s)></path> }
+                        .into_any()
                 } else {
                     view! { <circle cx=x cy=y r="4.5"></circle> }.into_any()
                 };
@@ -175,31 +190,34 @@ fn Scatter(
             .collect_view()
     };
     let hidden_count = move || points.with(|ps| ps.iter().filter(|p| p.epsilon < lo || p.epsilon > hi).count());
+    // The y title is turned a quarter left, centred on the frame's height in its own column.
+    let (title_x, title_y) = (frame.y_title.map_or(frame.inset, |c| c.middle()), (frame.top + frame.bottom) / 2.0);
     view! {
         <svg class="map" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}") data-testid=testid role="group" aria-label=title>
             {band(0.0, estimate::FINITE_CAPACITY_BELOW, "class2", "Class 2 (ε < 0.1)")}
             {band(estimate::FINITE_CAPACITY_BELOW, estimate::CLASS_1_ABOVE, "gap", "no model (0.1–0.2)")}
             {band(estimate::CLASS_1_ABOVE, 2.0, "class1", "Class 1 (ε > 0.2)")}
-            <line class="axis" x1=LEFT x2=W - RIGHT y1=H - BOTTOM y2=H - BOTTOM></line>
-            <line class="axis" x1=LEFT x2=LEFT y1=TOP y2=H - BOTTOM></line>
-            {d_ticks.iter().map(|&d| view! {
-                <line class="grid" x1=x_of(d) x2=x_of(d) y1=TOP y2=H - BOTTOM></line>
-                <text class="tick" x=x_of(d) y=H - BOTTOM + 16.0 text-anchor="middle">{d.to_string()}</text>
+            <line class="axis" x1=frame.left x2=frame.right y1=frame.bottom y2=frame.bottom></line>
+            <line class="axis" x1=frame.left x2=frame.left y1=frame.top y2=frame.bottom></line>
+            {D_TICKS.into_iter().zip(d_labels).map(|(d, label)| view! {
+                <line class="grid" x1=x_of(d) x2=x_of(d) y1=frame.top y2=frame.bottom></line>
+                <text class="tick" x=x_of(d) y=frame.x_labels.middle() text-anchor="middle" dominant-baseline="central">{label}</text>
             }).collect_view()}
-            {ticks.iter().map(|&t| view! {
-                <text class="tick" x=LEFT - 6.0 y=y_of(t, range) + 4.0 text-anchor="end">{format!("{t}")}</text>
+            {ticks.into_iter().zip(y_labels).map(|(t, label)| view! {
+                <text class="tick" x=frame.left_labels_end y=y_of(t) text-anchor="end" dominant-baseline="central">{label}</text>
             }).collect_view()}
-            <text class="axis-title" x=LEFT + (W - LEFT - RIGHT) / 2.0 y=H - 8.0 text-anchor="middle">"d_model (log scale)"</text>
-            <text class="axis-title" x=14.0 y=TOP + (H - TOP - BOTTOM) / 2.0 text-anchor="middle" transform=format!("rotate(-90 14 {})", TOP + (H - TOP - BOTTOM) / 2.0)>"ε = μ + 2σ"</text>
+            <text class="axis-title" x=(frame.left + frame.right) / 2.0 y=frame.x_title.middle() text-anchor="middle" dominant-baseline="central">"d_model (log scale)"</text>
+            <text class="axis-title" x=title_x y=title_y text-anchor="middle" dominant-baseline="central" transform=format!("rotate(-90 {title_x} {title_y})")>"ε = μ + 2σ"</text>
             {plotted}
             {move || {
                 let n = hidden_count();
                 (n > 0).then(|| view! {
-                    <text class="tick" x=W - RIGHT - 6.0 y=TOP + 12.0 text-anchor="end">{format!("{n} model(s) outside this range")}</text>
+                    <text class="tick" x=frame.right - 6.0 y=frame.top + 12.0 text-anchor="end">{format!("{n} model(s) outside this range")}</text>
                 })
             }}
         </svg>
     }
+    .into_any()
 }
 
 /// Which column the table is sorted by.
@@ -323,7 +341,7 @@ fn standalone_svg(testid: &str) -> Option<String> {
     let style = format!(
         "<style>text{{font-family:system-ui,sans-serif}} .band.class1{{fill:{}}} .band.class2{{fill:{}}} .band.gap{{fill:{}}} \
          .band-label{{fill:{};font-size:12px}} .axis{{stroke:{}}} .grid{{stroke:{}}} .tick{{fill:{};font-size:12px}} \
-         .axis-title{{fill:{};font-size:13px}} .pt.c1 circle{{fill:{}}} .pt.c2 circle{{fill:{}}} .pt.user path{{fill:{};stroke:{}}} \
+         .axis-title{{fill:{};font-size:12px}} .pt.c1 circle{{fill:{}}} .pt.c2 circle{{fill:{}}} .pt.user path{{fill:{};stroke:{}}} \
          .whisker{{stroke:{};stroke-width:2}} rect.bg{{fill:{}}}</style><rect class=\"bg\" width=\"100%\" height=\"100%\"/>",
         var("--class1"),
         var("--class2"),

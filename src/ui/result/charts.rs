@@ -1,0 +1,86 @@
+//! The result's charts: the histograms of all pairwise cosines (full range and zoom, against random
+//! initialisation at the same d) and how the capacity moves with ε and with d.
+
+use leptos::prelude::*;
+
+use crate::charts::Counted;
+use crate::result::paper;
+use crate::result::report::{group_digits, model_name, HistogramReport, Report};
+use crate::ui::chart::{mu_epsilon_markers, ChartCanvas, ChartSpec};
+
+/// The two histograms of pairwise cosines (paper Fig. 1/2): the full range and a zoom on the bulk,
+/// each with μ, ε (and ε's interval) marked and random initialisation at the same d beside it; then
+/// which pairs they count.
+#[component]
+pub fn Histograms(
+    /// The result on display.
+    report: Report,
+    /// Base of the exported file names (`export_stem`).
+    stem: String,
+) -> impl IntoView {
+    let r = report;
+    let model = model_name(&r.file, r.source_url.as_deref());
+    let markers = mu_epsilon_markers(r.mu, r.epsilon, r.epsilon_ci);
+    let reference = |h: &HistogramReport| {
+        Some((format!("random init, d = {}", r.dim), paper::random_init_bin_fractions(r.dim, &h.edges)))
+    };
+    let full = ChartSpec::Histogram {
+        title: "All pairwise cosines".into(),
+        series: vec![(model.clone(), r.histogram.clone())],
+        markers: markers.clone(),
+        reference: reference(&r.histogram),
+        counted: Counted::Pairs,
+    };
+    let zoom = ChartSpec::Histogram {
+        title: format!("Zoom on [{}, {}]", r.histogram_zoom.lo, r.histogram_zoom.hi),
+        series: vec![(model, r.histogram_zoom.clone())],
+        markers,
+        reference: reference(&r.histogram_zoom),
+        counted: Counted::Pairs,
+    };
+    let sample = if r.histogram.rows_in_histogram >= r.rows_used {
+        format!(
+            "Histograms: all {} rows ({} pairs).",
+            group_digits(r.histogram.rows_in_histogram),
+            group_digits(r.histogram.pairs_in_histogram)
+        )
+    } else {
+        format!(
+            "Histograms: the {} pairs between {} rows in randomly chosen blocks of adjacent rows (pairs inside one block are left out: vocabulary neighbours are often related). μ and ε are {}.",
+            group_digits(r.histogram.pairs_in_histogram),
+            group_digits(r.histogram.rows_in_histogram),
+            if r.exact { "exact over all pairs" } else { "the estimate" }
+        )
+    };
+    view! {
+        <div class="charts two">
+            <ChartCanvas spec=full testid="histogram" file_stem=format!("{stem}-histogram") />
+            <ChartCanvas spec=zoom testid="histogram-zoom" file_stem=format!("{stem}-histogram-zoom") />
+        </div>
+        <p class="note">{sample}</p>
+    }
+}
+
+/// How the capacity moves with ε (at the model's d) and with d (at the model's ε), for the four
+/// formulas: why capacities compare models rather than count features (paper §2, §7).
+#[component]
+pub fn Sensitivity(
+    /// The result on display.
+    report: Report,
+    /// Base of the exported file names (`export_stem`).
+    stem: String,
+) -> impl IntoView {
+    let r = report;
+    let by_epsilon = ChartSpec::CapacityVsEpsilon { d: r.dim, epsilon: r.epsilon, ci: r.epsilon_ci };
+    let by_dim = ChartSpec::CapacityVsDim { d: r.dim, epsilon: r.epsilon };
+    view! {
+        <h3>"Sensitivity: how capacity moves with ε and with d"</h3>
+        <p class="note">
+            "Capacity grows like exp(d·ε²): a small change of ε moves it by orders of magnitude, which is why the paper uses it to compare models, not as an absolute count. When the result is an estimate, a band marks ε's 95 % interval."
+        </p>
+        <div class="charts two">
+            <ChartCanvas spec=by_epsilon testid="sensitivity-epsilon" shape="chart-tall" file_stem=format!("{stem}-capacity-vs-epsilon") />
+            <ChartCanvas spec=by_dim testid="sensitivity-dim" shape="chart-tall" file_stem=format!("{stem}-capacity-vs-d") />
+        </div>
+    }
+}
