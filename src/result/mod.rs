@@ -4,8 +4,10 @@
 //! - [`report`]: the `Report` struct and its assembly from a finished pass.
 //! - [`paper`]: the paper's Table 1 and the series plotted beside a result.
 //! - [`permalink`]: a Report packed into a URL fragment and back.
+//! - [`links`]: the links a result gives its reader (re-run, permalink, embed snippet).
 //! - [`text`]: the Report as the CLI's plain text.
 
+pub mod links;
 pub mod paper;
 pub mod permalink;
 pub mod report;
