@@ -1,0 +1,191 @@
+//! The loops that step a pass from the event loop: the lead's analysis, a helper's share of it, and
+//! the centred pass that follows a result.
+
+use web_sys::File;
+
+use super::bench::wasm_memory_bytes;
+use super::crash::crash_if_asked;
+use super::pacer::{now_ms, sleep_ms, yield_task, Pacer};
+use super::sources::open_sources;
+use super::{keep_matrix, matrix_of, post, post_bytes, stop_early_asked, take_partials};
+use crate::explain::centred::CentredPass;
+use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
+use crate::pass::shares::{shares_for, PassPartial, Share};
+use crate::run::analysis::Phase;
+use crate::run::job::{Job, JobOptions};
+use crate::worker::protocol::{Response, RunSettings, SourceSpec};
+
+/// How often a lead whose own share is done looks for the helpers' partials (a timer, not a busy
+/// loop: the helpers need the cores).
+const WAIT_PARTIALS_MS: i32 = 10;
+
+/// What an analysis or a share of one reads, and how.
+pub(super) struct Task {
+    pub(super) run: u64,
+    pub(super) source: SourceSpec,
+    pub(super) files: Vec<File>,
+    pub(super) settings: RunSettings,
+}
+
+/// The lead's analysis of run `task.run`: open, pass (absorbing the helpers' partials as they
+/// come), report, then the spectrum.
+pub(super) async fn analyze(task: Task, tensor: Option<String>, workers: u32) -> Result<(), String> {
+    let Task { run, source, files, settings } = task;
+    let started = now_ms();
+    let opened = open_sources(&source, files).await?;
+    // A Cancel or a newer run may have come in while the server was probed.
+    let mut pacer = Pacer::new(run);
+    if pacer.superseded() {
+        return Ok(());
+    }
+    let traffic = opened.url.as_ref().map(|(_, t)| t.clone());
+    let bytes_fetched = || traffic.as_ref().map(|t| t.bytes.get());
+    let config = settings.config();
+    // Over the network every byte is a download: read the embedding and nothing more.
+    let options = JobOptions { tensor_bytes_only: opened.url.is_some() };
+    let (mut job, found) =
+        Job::open_with(opened.sources, tensor.as_deref(), config, options).map_err(|e| e.to_string())?;
+    let chosen = found.chosen.clone();
+    post(run, Response::Opened(found));
+    // The pass is split only as far as the accumulators fit the memory budget (`pass`).
+    let of = shares_for(workers, job.accumulator_bytes());
+    if of > 1 {
+        job.split(of);
+        post(run, Response::Split { tensor: chosen, of });
+    }
+    let mut absorbed = 0u32;
+    let mut estimate_posted = false;
+    if traffic.is_some() {
+        // The headers' download, shown before the first rows arrive.
+        let mut progress = job.progress();
+        progress.bytes_fetched = bytes_fetched();
+        post(run, Response::Progress(progress));
+    }
+    loop {
+        if job.step().map_err(|e| e.to_string())? {
+            break;
+        }
+        if stop_early_asked() {
+            job.stop();
+            break;
+        }
+        // The first running ε goes on screen as soon as the pass has one, not at the next tick.
+        let first_estimate = !estimate_posted && job.has_estimate();
+        if pacer.progress_due(first_estimate) {
+            let mut progress = job.progress();
+            estimate_posted |= progress.epsilon.is_some();
+            crash_if_asked(settings.crash, progress.rows_seen);
+            progress.bytes_fetched = bytes_fetched();
+            post(run, Response::Progress(progress));
+        }
+        if pacer.pause().await {
+            // A helper that finished first: its rows join the running estimate now.
+            absorbed += absorb_received(run, &mut job)?;
+        }
+        if pacer.superseded() {
+            return Ok(());
+        }
+    }
+    // The helpers post their partials when their shares end (or on "stop here", sent to all).
+    absorbed += absorb_received(run, &mut job)?;
+    while absorbed + 1 < of {
+        sleep_ms(WAIT_PARTIALS_MS).await;
+        if pacer.superseded() {
+            return Ok(());
+        }
+        absorbed += absorb_received(run, &mut job)?;
+    }
+    let mut report = job.report(now_ms() - started).map_err(|e| e.to_string())?;
+    keep_matrix(run, job.matrix().clone());
+    report.peak_wasm_bytes = wasm_memory_bytes();
+    report.source_url = opened.url.as_ref().map(|(u, _)| u.clone());
+    report.bytes_fetched = bytes_fetched();
+    // The spectrum comes with the result while the eigen step is short (d ≤ 2048: well under 2 s);
+    // beyond, it runs after the result is shown — one call of tens of seconds at d = 4096 that cannot
+    // yield. A run started meanwhile cancels this one, and the page replaces a worker that does not
+    // acknowledge (`client.rs`).
+    if report.dim <= WITH_RESULT_MAX_DIM {
+        let geometry = job.geometry(GeometryTiming::WithTheResult);
+        if let Ok(g) = &geometry {
+            report.geometry = g.clone();
+        }
+        post(run, Response::Done(Box::new(report)));
+        if let Err(e) = geometry {
+            post(run, Response::GeometryFailed { message: e.to_string() });
+        }
+        return Ok(());
+    }
+    post(run, Response::Done(Box::new(report)));
+    yield_task().await;
+    if !pacer.superseded() {
+        match job.geometry(GeometryTiming::AfterTheResult) {
+            Ok(Some(geometry)) => post(run, Response::Geometry(geometry)),
+            Ok(None) => {}
+            Err(e) => post(run, Response::GeometryFailed { message: e.to_string() }),
+        }
+    }
+    Ok(())
+}
+
+/// A helper worker: its share of the lead's pass, then the partial for the lead.
+pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Result<(), String> {
+    let Task { run, source, files, settings } = task;
+    let opened = open_sources(&source, files).await?;
+    let mut pacer = Pacer::new(run);
+    if pacer.superseded() {
+        return Ok(());
+    }
+    let mut analysis = Job::open_share(opened.sources, &tensor, settings.config(), share).map_err(|e| e.to_string())?;
+    while analysis.phase() != Phase::Done {
+        analysis.step().map_err(|e| e.to_string())?;
+        if stop_early_asked() {
+            break;
+        }
+        if pacer.progress_due(false) {
+            let progress = analysis.progress();
+            crash_if_asked(settings.crash, progress.rows_seen);
+            post(run, Response::Progress(progress));
+        }
+        pacer.pause().await;
+        if pacer.superseded() {
+            return Ok(());
+        }
+    }
+    post(run, Response::Progress(analysis.progress()));
+    post_bytes(run, Response::Partial, analysis.into_partial().to_bytes());
+    Ok(())
+}
+
+/// Absorbs the helpers' partials of run `run` received so far (those of other runs are dropped);
+/// returns how many.
+fn absorb_received(run: u64, job: &mut Job) -> Result<u32, String> {
+    let mut absorbed = 0;
+    for (of_run, bytes) in take_partials() {
+        if of_run != run {
+            continue;
+        }
+        let partial = PassPartial::from_bytes(&bytes).map_err(|e| e.to_string())?;
+        drop(bytes);
+        job.absorb(&partial).map_err(|e| e.to_string())?;
+        absorbed += 1;
+    }
+    Ok(absorbed)
+}
+
+/// The centred pass over run `run`'s matrix, a chunk at a time between yields.
+pub(super) async fn run_centred(run: u64) -> Result<(), String> {
+    let matrix = matrix_of(run)?;
+    let mut pass = CentredPass::new(&matrix).map_err(|e| e.to_string())?;
+    let mut pacer = Pacer::new(run);
+    while !pass.step().map_err(|e| e.to_string())? {
+        if pacer.progress_due(false) {
+            post(run, Response::CentredProgress { fraction: pass.fraction() });
+        }
+        pacer.pause().await;
+        if pacer.superseded() {
+            return Ok(());
+        }
+    }
+    post(run, Response::Centred(pass.result().map_err(|e| e.to_string())?));
+    Ok(())
+}

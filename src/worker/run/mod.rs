@@ -1,0 +1,230 @@
+//! The worker's side: receive a request, open the source, step the analysis from the event loop,
+//! post progress and the report. This file holds the worker's state and its message loop; each job
+//! has its own module.
+
+mod analyze;
+mod bench;
+mod crash;
+mod pacer;
+mod sources;
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use js_sys::{Object, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+use super::protocol::{Envelope, Request, Response};
+use crate::explain::neighbours::nearest;
+use crate::pass::kernel;
+use crate::read::matrix::Matrix;
+
+use analyze::{analyze, run_centred, run_share, Task};
+use sources::attached_files;
+
+/// The envelope's run of a message about no run (Ready, the benchmark, an unreadable request, a
+/// crash between runs): the page reads run 0 as the worker's own.
+const NO_RUN: u64 = 0;
+
+/// What a worker keeps between messages.
+#[derive(Default)]
+struct State {
+    /// The run whose loop may go on: the latest Analyze's or Share's, None once a Cancel stopped
+    /// it. A loop that finds another value here ends without posting more.
+    run: Option<u64>,
+    /// "Stop here" was asked of the current run: its loop ends after this step.
+    stop_early: bool,
+    /// The last generated demo, by name, so switching tensors does not regenerate it.
+    demo: Option<(String, Arc<Vec<u8>>)>,
+    /// The embedding of the last finished run, with its run, for the requests that follow its
+    /// result (neighbours, the centred pass).
+    last_matrix: Option<(u64, Matrix)>,
+    /// Helpers' partials the page forwarded to this (lead) worker, with their run, not yet absorbed.
+    partials: Vec<(u64, Vec<u8>)>,
+}
+
+thread_local! {
+    /// The worker's one state (a worker has one thread; messages and loops take turns on it).
+    static STATE: RefCell<State> = RefCell::new(State::default());
+}
+
+fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    STATE.with(|s| f(&mut s.borrow_mut()))
+}
+
+/// The run whose loop may go on (None after a Cancel).
+fn current_run() -> Option<u64> {
+    with_state(|s| s.run)
+}
+
+/// Makes `run` the current run, not asked to stop early.
+fn begin_run(run: u64) {
+    with_state(|s| {
+        s.run = Some(run);
+        s.stop_early = false;
+    });
+}
+
+/// Stops run `run`'s loop at its next step; a later run is left alone.
+fn cancel_run(run: u64) {
+    with_state(|s| {
+        if s.run == Some(run) {
+            s.run = None;
+        }
+    });
+}
+
+fn ask_stop_early() {
+    with_state(|s| s.stop_early = true);
+}
+
+fn stop_early_asked() -> bool {
+    with_state(|s| s.stop_early)
+}
+
+/// The bytes of demo `name`, if it is the one generated last.
+fn cached_demo(name: &str) -> Option<Arc<Vec<u8>>> {
+    with_state(|s| s.demo.as_ref().filter(|(n, _)| n == name).map(|(_, b)| b.clone()))
+}
+
+fn cache_demo(name: &str, bytes: Arc<Vec<u8>>) {
+    with_state(|s| s.demo = Some((name.to_string(), bytes)));
+}
+
+/// Keeps run `run`'s embedding for the requests that follow its result.
+fn keep_matrix(run: u64, matrix: Matrix) {
+    with_state(|s| s.last_matrix = Some((run, matrix)));
+}
+
+/// The matrix of run `run`, if it is the last finished one.
+fn matrix_of(run: u64) -> Result<Matrix, String> {
+    with_state(|s| s.last_matrix.as_ref().filter(|(r, _)| *r == run).map(|(_, m)| m.clone()))
+        .ok_or_else(|| "this result's file is no longer open in the worker: analyse it again".to_string())
+}
+
+fn receive_partial(run: u64, bytes: Vec<u8>) {
+    with_state(|s| s.partials.push((run, bytes)));
+}
+
+/// The partials received so far, of any run, removed from the state.
+fn take_partials() -> Vec<(u64, Vec<u8>)> {
+    with_state(|s| std::mem::take(&mut s.partials))
+}
+
+fn drop_partials() {
+    with_state(|s| s.partials.clear());
+}
+
+fn scope() -> DedicatedWorkerGlobalScope {
+    js_sys::global().unchecked_into()
+}
+
+fn post(run: u64, response: Response) {
+    if let Ok(json) = serde_json::to_string(&Envelope { run, response }) {
+        let _ = scope().post_message(&JsValue::from_str(&json));
+    }
+}
+
+/// Posts a response with bytes next to it, transferred rather than copied (a partial's G is d²/2
+/// f64 values: 16.8 MB at d = 2048).
+fn post_bytes(run: u64, response: Response, bytes: Vec<u8>) {
+    let Ok(json) = serde_json::to_string(&Envelope { run, response }) else { return };
+    let array = js_sys::Uint8Array::from(bytes.as_slice());
+    drop(bytes);
+    let message = Object::new();
+    let _ = Reflect::set(&message, &"json".into(), &JsValue::from_str(&json));
+    let _ = Reflect::set(&message, &"bytes".into(), &array);
+    let transfer = js_sys::Array::of1(&array.buffer());
+    let _ = scope().post_message_with_transfer(&message, &transfer);
+}
+
+/// Installs the message handler and says "ready".
+pub fn start() {
+    // A panic leaves this wasm instance unusable: say so to the page (which replaces the workers)
+    // before the trap, besides the console trace.
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        // `try_borrow`: the panic may have come while the state was borrowed.
+        let run = STATE.with(|s| s.try_borrow().ok().and_then(|s| s.run)).unwrap_or(NO_RUN);
+        post(run, Response::Crashed {
+            message: format!("the analysis worker crashed, a bug in Orthoscope; its workers were restarted, so try again ({info})"),
+        });
+    }));
+    // Kernel timings (Report.gram_gflops, the benchmark): std's clock does not exist on wasm.
+    kernel::bench::set_clock(pacer::performance_now);
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|event: MessageEvent| {
+        let data = event.data();
+        let json = Reflect::get(&data, &"json".into()).ok().and_then(|v| v.as_string());
+        let request = json.and_then(|j| serde_json::from_str::<Request>(&j).ok());
+        match request {
+            Some(request) => dispatch(request, &data),
+            None => post(NO_RUN, Response::Failed { message: "internal: unreadable request".into() }),
+        }
+    });
+    scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    post(NO_RUN, Response::Ready);
+}
+
+/// Acts on one request from the page; `data` is the whole message (files and bytes ride next to
+/// the JSON).
+fn dispatch(request: Request, data: &JsValue) {
+    match request {
+        Request::StopEarly => ask_stop_early(),
+        Request::Cancel { run } => {
+            // The loop of that run returns at its next step.
+            cancel_run(run);
+            post(run, Response::Cancelled);
+        }
+        Request::Benchmark { peak_iterations, dim, rows } => wasm_bindgen_futures::spawn_local(async move {
+            post(NO_RUN, bench::benchmark(peak_iterations, dim, rows).await)
+        }),
+        Request::Analyze { run, source, tensor, settings, workers } => {
+            let files = attached_files(data);
+            begin_run(run);
+            drop_partials();
+            let task = Task { run, source, files, settings };
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Err(message) = analyze(task, tensor, workers).await {
+                    post(run, Response::Failed { message });
+                }
+            });
+        }
+        Request::Neighbours { run, query, k } => {
+            let found = matrix_of(run).and_then(|m| {
+                let row = m.resolve(&query).map_err(|e| e.to_string())?;
+                nearest(&m, row, k).map_err(|e| e.to_string())
+            });
+            match found {
+                Ok(n) => post(run, Response::Neighbours(n)),
+                Err(message) => post(run, Response::NeighboursFailed { message }),
+            }
+        }
+        Request::Centred { run } => wasm_bindgen_futures::spawn_local(async move {
+            if let Err(message) = run_centred(run).await {
+                post(run, Response::CentredFailed { message });
+            }
+        }),
+        Request::Share { run, source, tensor, share, settings } => {
+            let files = attached_files(data);
+            begin_run(run);
+            let task = Task { run, source, files, settings };
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Err(message) = run_share(task, tensor, share).await {
+                    post(run, Response::Failed { message });
+                }
+            });
+        }
+        Request::Absorb { run } => {
+            let bytes = Reflect::get(data, &"bytes".into())
+                .ok()
+                .and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok())
+                .map(|b| b.to_vec());
+            if let Some(bytes) = bytes {
+                receive_partial(run, bytes);
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The rhythm of a worker's loops, and the clock and yields of the worker's event loop.
+
+use js_sys::{Object, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::MessageChannel;
+
+use super::current_run;
+
+/// How long the analysis loop may run before it lets messages in (Cancel, StopEarly, a new run).
+const TASK_YIELD_MS: f64 = 50.0;
+/// Progress posts compute ‖G‖_F² (d²/2 values): a few per second are plenty.
+const PROGRESS_MS: f64 = 400.0;
+
+/// The rhythm of a worker's loop over steps: a progress post every [`PROGRESS_MS`], a task
+/// boundary every [`TASK_YIELD_MS`] (so Cancel, StopEarly and new requests get in), a microtask in
+/// between, and the end of the loop when a newer run or a Cancel replaced run `run`.
+pub(super) struct Pacer {
+    run: u64,
+    last_post: f64,
+    last_task: f64,
+}
+
+impl Pacer {
+    pub(super) fn new(run: u64) -> Self {
+        let now = now_ms();
+        Pacer { run, last_post: now, last_task: now }
+    }
+
+    /// Whether a progress post is due, or `anyway` (counted as posted).
+    pub(super) fn progress_due(&mut self, anyway: bool) -> bool {
+        let now = now_ms();
+        let due = anyway || now - self.last_post > PROGRESS_MS;
+        if due {
+            self.last_post = now;
+        }
+        due
+    }
+
+    /// Lets the event loop in; true when it was a task boundary (messages were delivered).
+    pub(super) async fn pause(&mut self) -> bool {
+        if now_ms() - self.last_task > TASK_YIELD_MS {
+            yield_task().await;
+            self.last_task = now_ms();
+            true
+        } else {
+            // Each step must be a fresh call from JavaScript: V8 never swaps optimised code into a
+            // wasm call already running (ARCHITECTURE.md, "Facts the code relies on").
+            yield_microtask().await;
+            false
+        }
+    }
+
+    /// A newer run or a Cancel replaced this one: its loop ends and posts nothing more.
+    pub(super) fn superseded(&self) -> bool {
+        current_run() != Some(self.run)
+    }
+}
+
+pub(super) fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+/// `performance.now()` of this worker (sub-millisecond, unlike `Date.now`), else `Date.now`.
+pub(super) fn performance_now() -> f64 {
+    js_sys::global()
+        .dyn_into::<web_sys::WorkerGlobalScope>()
+        .ok()
+        .and_then(|scope| scope.performance())
+        .map(|p| p.now())
+        .unwrap_or_else(js_sys::Date::now)
+}
+
+/// Waits `ms` milliseconds (setTimeout), or not at all where the timer cannot be set.
+pub(super) async fn sleep_ms(ms: i32) {
+    let promise = Promise::new(&mut |resolve, _reject| {
+        let set = js_sys::global()
+            .dyn_into::<web_sys::WorkerGlobalScope>()
+            .ok()
+            .map(|scope| scope.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms).is_ok());
+        if set != Some(true) {
+            let _ = resolve.call0(&JsValue::UNDEFINED);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+async fn yield_microtask() {
+    let _ = wasm_bindgen_futures::JsFuture::from(Promise::resolve(&JsValue::UNDEFINED)).await;
+}
+
+/// Yields to the event loop through a MessageChannel (no 4 ms clamp, unlike nested setTimeout).
+pub(super) async fn yield_task() {
+    let Ok(channel) = MessageChannel::new() else {
+        return yield_microtask().await;
+    };
+    let promise = Promise::new(&mut |resolve, _reject| {
+        let port1 = channel.port1();
+        let resolve_fn = resolve.clone();
+        let cb = Closure::once_into_js(move || {
+            let _ = resolve_fn.call0(&JsValue::UNDEFINED);
+        });
+        port1.set_onmessage(Some(cb.unchecked_ref()));
+        let _ = channel.port2().post_message(&Object::new());
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
