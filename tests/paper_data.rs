@@ -2,7 +2,7 @@
 //! of §2/§7 and the random-init reference of §6 (Fig. 1/2). Table 1's rows themselves are checked
 //! against an independent transcription in `tests/paper_formulas.rs`.
 
-use orthoscope::pass::estimate::{capacities, class, Class};
+use orthoscope::pass::estimate::{class, Class};
 use orthoscope::result::paper::{
     capacity_vs_dim, capacity_vs_epsilon, default_dim_window, default_epsilon_window, neighbours, neighbours_sentence,
     random_init_bin_fractions, TABLE1,
@@ -140,12 +140,25 @@ fn sensitivity_epsilon_0_09_d2048_to_3072_through_the_series() {
 }
 
 #[test]
-fn series_use_the_four_formulas_of_estimate() {
-    for (eps, c) in capacity_vs_epsilon(4096, 0.03, 0.12, 7) {
-        assert_eq!(c, capacities(4096, eps));
-    }
-    for (d, c) in capacity_vs_dim(0.0645, 1024, 16384, 7) {
-        assert_eq!(c, capacities(d, 0.0645));
+fn series_points_carry_the_papers_check_values_and_their_spacing() {
+    // d from 1024 to 16384 in 7 log-spaced points passes through d = 4096 (1024·16^(3/6)): there,
+    // at ε = 0.0645, every formula must give §2's printed Llama 2 7B value.
+    let s = capacity_vs_dim(0.0645, 1024, 16384, 7);
+    let ds: Vec<u64> = s.iter().map(|p| p.0).collect();
+    assert_eq!(ds, vec![1024, 1625, 2580, 4096, 6502, 10321, 16384]);
+    let c = s[3].1;
+    let near = |got: f64, printed: f64, tol: f64| ((got - printed) / printed).abs() <= tol;
+    assert!(near(10f64.powf(c.jl_c8), 8.4, 0.05 / 8.4), "JL C=8 at d=4096: {:.4}", 10f64.powf(c.jl_c8));
+    assert!(near(10f64.powf(c.jl_c3029), 277.0, 1.0 / 277.0), "JL C=3.029 at d=4096: {:.4}", 10f64.powf(c.jl_c3029));
+    assert!(
+        near(10f64.powf(c.adjusted_full), 3.99e7, 0.005),
+        "full form at d=4096: {:.4e}",
+        10f64.powf(c.adjusted_full)
+    );
+    // ε evenly spaced, both ends included: 0.03, 0.045, …, 0.12.
+    let e = capacity_vs_epsilon(4096, 0.03, 0.12, 7);
+    for (i, (eps, _)) in e.iter().enumerate() {
+        assert!((eps - (0.03 + 0.015 * i as f64)).abs() < 1e-12, "point {i}: ε = {eps}");
     }
     assert!(capacity_vs_epsilon(4096, 0.03, 0.12, 0).is_empty());
     assert_eq!(capacity_vs_epsilon(4096, 0.03, 0.12, 1).len(), 1);

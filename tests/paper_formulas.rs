@@ -2,8 +2,7 @@
 //! the paper prints: the §2 check values, the sensitivity examples and all 45 rows of Table 1 (§5).
 
 use orthoscope::pass::estimate::{
-    capacities, capacity_determinate, class, epsilon, epsilon_3sigma, log10_adjusted_full, log10_adjusted_simple,
-    log10_jl, Class, JL_C_PROVEN, JL_C_TIGHT,
+    capacities, capacity_determinate, class, log10_adjusted_full, log10_jl, Class, JL_C_PROVEN, JL_C_TIGHT,
 };
 
 /// A capacity as the paper prints it, from its log10.
@@ -56,28 +55,25 @@ fn llama_2_7b_full_adjusted_form_is_3_99e7() {
 }
 
 #[test]
-fn capacities_struct_carries_the_same_four_formulas() {
-    // The Report's `log10_capacity` is `capacities(d, ε)`: each field must be the matching formula.
+fn capacities_of_llama_2_7b_are_the_papers_check_values() {
+    // The Report's `log10_capacity` is `capacities(d, ε)`: each of its fields against the value §2
+    // prints for it, at the tolerances of the checks above.
     let c = capacities(LLAMA2_D, LLAMA2_EPS);
-    let d = LLAMA2_D as f64;
-    assert_eq!(c.jl_c8, log10_jl(d, LLAMA2_EPS, 8.0), "jl_c8");
-    assert_eq!(c.jl_c3029, log10_jl(d, LLAMA2_EPS, 3.029), "jl_c3029");
-    assert_eq!(c.adjusted_simple, log10_adjusted_simple(d, LLAMA2_EPS), "adjusted_simple");
-    assert_eq!(c.adjusted_full, log10_adjusted_full(d, LLAMA2_EPS), "adjusted_full");
-    // Eq. 6: k ≤ d·exp(d·ε²/1.2934), so log10 k = log10 d + d·ε²/(1.2934·ln 10).
-    let simple = d.log10() + d * LLAMA2_EPS * LLAMA2_EPS / 1.2934 / std::f64::consts::LN_10;
-    assert!(
-        (c.adjusted_simple - simple).abs() < 1e-12,
-        "adjusted_simple: expected {simple}, got {}",
-        c.adjusted_simple
-    );
+    assert_close("capacities().jl_c8 for Llama 2 7B", k(c.jl_c8), 8.4, 0.05 / 8.4);
+    assert_close("capacities().jl_c3029 for Llama 2 7B", k(c.jl_c3029), 277.0, 1.0 / 277.0);
+    assert_close("capacities().adjusted_full for Llama 2 7B", k(c.adjusted_full), 3.99e7, 0.005);
 }
 
 #[test]
-fn epsilon_is_mu_plus_two_sigma_and_the_exaggerated_variant_three() {
-    // §1: ε = μ + 2σ; the paper's code also reports μ + 3σ.
-    assert_eq!(epsilon(0.01, 0.02), 0.01 + 2.0 * 0.02);
-    assert_eq!(epsilon_3sigma(0.01, 0.02), 0.01 + 3.0 * 0.02);
+fn both_adjusted_laws_give_back_the_simulations_largest_cell() {
+    // §4: k = 32000 unit vectors in d = 4096 were pushed apart until their largest |cos| was
+    // ε* = 0.0250. Eq. 6 and Eq. 7 were fitted to that grid (Eq. 6 with a mean absolute error of
+    // 7.9 %), so at (d = 4096, ε = 0.0250) each must give about 32000 back. Eq. 6 has no printed
+    // check value of its own; this is the one independent number it can be held to. 10 % covers
+    // the fits' error and fails for a wrong constant (C = 3.029 in Eq. 6 gives ~9500).
+    let c = capacities(4096, 0.0250);
+    assert_close("adjusted_simple (Eq. 6) at the §4 cell", k(c.adjusted_simple), 32000.0, 0.10);
+    assert_close("adjusted_full (Eq. 7) at the §4 cell", k(c.adjusted_full), 32000.0, 0.10);
 }
 
 /// The §2 sensitivity examples are printed to two significant digits and the paper truncates rather

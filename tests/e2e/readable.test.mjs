@@ -166,9 +166,16 @@ test("keyboard only: Tab to “Stop here” during a long run, Enter stops it wi
       onStop = await b.page.evaluate(() => document.activeElement?.getAttribute("data-testid") === "stop-early");
     }
     assert.ok(onStop, "Stop here is reachable with Tab");
-    // Progress updates do not take the focus away.
-    await b.page.waitForTimeout(1200);
-    assert.equal(await b.page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "stop-early");
+    // Progress updates do not take the focus away: two new progress messages rendered (the running
+    // ε's row count moves on each), and the focus is still on Stop here after each.
+    for (let i = 0; i < 2; i++) {
+      const shown = await b.page.textContent('[data-testid="running-epsilon"]');
+      await b.page.waitForFunction((shown) => {
+        const now = document.querySelector('[data-testid="running-epsilon"]')?.textContent;
+        return now && now !== shown && /running ε/.test(now);
+      }, shown, { timeout: 60_000, polling: 50 });
+      assert.equal(await b.page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "stop-early", `after progress update ${i + 1}`);
+    }
     assert.match(await b.page.textContent('[data-testid="progress-timing"]'), /\d+ % · elapsed [\d.]+ s/);
     await b.page.keyboard.press("Enter");
     const r = await finalReport(b.page, 30_000, before);
@@ -186,11 +193,12 @@ test("lists start a run on an explicit choice, not on arrow keys; a drop anywher
     const run = await currentRun(b.page);
     await b.page.focus('[data-testid="demo-select"]');
     await b.page.keyboard.press("ArrowDown");
-    await b.page.waitForTimeout(600);
-    assert.equal(await currentRun(b.page), run, "ArrowDown alone starts nothing");
-    assert.equal(await b.page.$eval('[data-testid="demo-select"]', (s) => s.value), "random-init");
+    assert.equal(await b.page.$eval('[data-testid="demo-select"]', (s) => s.value), "random-init", "ArrowDown moved the choice");
     await b.page.click('[data-testid="demo-run"]');
+    // A run starts in the handler of the event that asks for it, so one started by ArrowDown would
+    // have taken a run id before the button's: the button's result must carry the very next id.
     const r = await finalReport(b.page, 120_000, run);
+    assert.equal(r.run, run + 1, "one run, the button's: ArrowDown alone started nothing");
     assert.equal(r.report.file, "demo-random-init.safetensors");
     // Drop a file on the page's footer, far from the drop zone.
     const bytes = [...readFileSync(threeFiles()[0])];
@@ -224,7 +232,11 @@ test("axe-core finds no violations on the page and the embed card, light and dar
       await b.page.screenshot({ path: join(OUT, `page-1280-${scheme}.png`) });
       await b.page.screenshot({ path: join(OUT, `page-1280-${scheme}-full.png`), fullPage: true });
       await b.page.setViewportSize({ width: 375, height: 740 });
-      await b.page.waitForTimeout(300);
+      // The page has taken the new width once every chart has been redrawn for it: a drawn
+      // canvas's bitmap matches its laid-out size (src/ui/chart.rs sizes it at each redraw).
+      await b.page.waitForFunction(() => innerWidth === 375 && [...document.querySelectorAll("canvas")]
+        .filter((c) => c.clientWidth > 0)
+        .every((c) => c.width === Math.round(c.clientWidth * Math.max(devicePixelRatio, 1))), null, { timeout: 60_000, polling: 50 });
       const overflow = await b.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       assert.ok(overflow <= 0, `no sideways scrolling at 375 px (${overflow} px)`);
       await b.page.screenshot({ path: join(OUT, `page-375-${scheme}.png`), fullPage: true });
