@@ -2,7 +2,8 @@
 # README command 2 (and .ci/run): every test there is, on a fresh machine.
 #   1. native unit and integration tests of the pure core (cargo test);
 #   2. wasm tests in headless Chromium (SIMD kernels, Blob reading in a worker, kernel benchmark);
-#   3. the release build of the page (trunk), with a check that the worker really contains simd128;
+#   3. the release build of the page (trunk), with a check that the worker really contains simd128,
+#      and the end-to-end tests' build with the crash hooks (target/e2e-dist);
 #   4. end-to-end tests: dist/ served on 127.0.0.1, driven in headless Chromium by playwright-core;
 #   5. formatting and clippy (native with the test fixtures, and the wasm page and workers), warnings as errors.
 set -euo pipefail
@@ -39,6 +40,9 @@ wat=$(wasm2wat --enable-all dist/worker_relaxed_bg-*.wasm)
 grep -q 'f32x4.relaxed_madd' <<<"$wat" || { echo "relaxed worker wasm has no f32x4.relaxed_madd"; exit 1; }
 unset wat
 echo "dist/ gzipped: $(tar -cf - dist | gzip -9 | wc -c) bytes"
+# The end-to-end tests' own build: the release page plus the crash hooks (cargo feature
+# test-hooks), which the release dist/ must not contain (tests/e2e/choose.test.mjs checks both).
+trunk build --release --features test-hooks --dist target/e2e-dist
 
 step "end-to-end tests in headless Chromium"
 cargo build --locked --release --bin orthoscope
@@ -52,3 +56,4 @@ cargo fmt --check
 cargo clippy --locked --all-targets --features fixtures -- -D warnings
 cargo clippy --locked --release --target wasm32-unknown-unknown --lib --bins -- -D warnings
 cargo clippy --locked --release --target wasm32-unknown-unknown --lib --bins --features relaxed-simd -- -D warnings
+cargo clippy --locked --release --target wasm32-unknown-unknown --lib --bins --features test-hooks -- -D warnings

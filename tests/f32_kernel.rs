@@ -167,7 +167,12 @@ fn report(values: &[f32], dim: usize, precision: Precision) -> Report {
     let source = SliceSource::new("generated.safetensors", bytes);
     let model = read_model(&source, 0).expect("generated file parses");
     let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let origin = Origin { file: "generated.safetensors".into(), format: model.format.clone(), tensor_reason: reason };
+    let origin = Origin {
+        file: "generated.safetensors".into(),
+        format: model.format.clone(),
+        tensor_reason: reason,
+        ..Origin::default()
+    };
     let config = AnalysisConfig { precision, ..AnalysisConfig::default() };
     let analysis = Analysis::new(Box::new(source), tensor, origin, config).expect("analysis set up");
     analysis.run(&mut |_| {}).expect("analysis runs").report(0.0).expect("report")

@@ -25,7 +25,12 @@ fn analysis(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> 
     let source = SliceSource::new("generated.safetensors", bytes);
     let model = read_model(&source, 0).expect("generated file parses");
     let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let origin = Origin { file: "generated.safetensors".into(), format: model.format.clone(), tensor_reason: reason };
+    let origin = Origin {
+        file: "generated.safetensors".into(),
+        format: model.format.clone(),
+        tensor_reason: reason,
+        ..Origin::default()
+    };
     Analysis::new(Box::new(source), tensor, origin, config).expect("analysis set up")
 }
 

@@ -1,5 +1,5 @@
 //! Huge files: a safetensors shard larger than 4 GiB with the embedding stored past the
-//! 4 GiB mark, analysed by the CLI. The file is **sparse** (`orthoscope generate-sparse`): 5 GiB long,
+//! 4 GiB mark, analysed by the CLI. The file is **sparse** (`orthoscope-fixtures generate-sparse`): 5 GiB long,
 //! but only its header and the embedding at its end are written, so the test needs a few MB of disk.
 //! It checks that ε equals the one of the same matrix in a small ordinary file, that the reader
 //! touches only the header and the embedding's bytes, and prints the CLI's wall time and peak RSS
@@ -18,6 +18,8 @@ use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use serde_json::Value;
 
 const CLI: &str = env!("CARGO_BIN_EXE_orthoscope");
+/// The fixture writers (`generate-sparse`) are a binary of their own, never shipped.
+const FIXTURE_CLI: &str = env!("CARGO_BIN_EXE_orthoscope-fixtures");
 const EMBED: &str = "model.embed_tokens.weight";
 const GIB: u64 = 1 << 30;
 const ROWS: u64 = 4096;
@@ -42,7 +44,8 @@ impl Drop for TempDir {
 }
 
 fn run_cli(args: &[&str]) -> String {
-    let out = Command::new(CLI).args(args).output().expect("run orthoscope");
+    let bin = if args.first() == Some(&"generate-sparse") { FIXTURE_CLI } else { CLI };
+    let out = Command::new(bin).args(args).output().expect("run orthoscope");
     assert!(out.status.success(), "orthoscope {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
@@ -167,7 +170,8 @@ fn five_gib_sparse_shard_with_the_embedding_past_4_gib() {
     let refs: [&dyn ByteSource; 1] = [&recording];
     let set = read_model_set(&refs).expect("header reads");
     let (info, reason) = choose_in_set(&set, None).expect("embedding chosen");
-    let origin = Origin { file: set.files[0].clone(), format: set.format.clone(), tensor_reason: reason };
+    let origin =
+        Origin { file: set.files[0].clone(), format: set.format.clone(), tensor_reason: reason, ..Origin::default() };
     let lib_report = Analysis::new(Box::new(recording), info.clone(), origin, AnalysisConfig::default())
         .expect("analysis set up")
         .run(&mut |_| {})

@@ -28,7 +28,7 @@ fn analyse(file: &str, bytes: Vec<u8>, config: AnalysisConfig) -> Report {
     let source = SliceSource::new(file, bytes);
     let model = read_model(&source, 0).expect("generated file parses");
     let (tensor, reason) = choose(&model, None, file).expect("embedding located");
-    let origin = Origin { file: file.into(), format: model.format.clone(), tensor_reason: reason };
+    let origin = Origin { file: file.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
     Analysis::new(Box::new(source), tensor, origin, config)
         .expect("analysis set up")
         .run(&mut |_| {})

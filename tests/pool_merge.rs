@@ -34,7 +34,7 @@ fn analysis(file: &[u8], config: AnalysisConfig) -> Analysis {
 
 fn share_partial(file: &[u8], config: &AnalysisConfig, share: Share) -> PassPartial {
     let mut a = analysis(file, config.clone());
-    a.set_share_only(share);
+    a.set_share(share);
     a.run(&mut |_| {}).unwrap().into_partial()
 }
 

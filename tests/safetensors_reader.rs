@@ -233,7 +233,7 @@ fn analyse(name: &str, bytes: Vec<u8>) -> Result<orthoscope::Report, Error> {
     let source = SliceSource::new(name, bytes);
     let model = read_model(&source, 0)?;
     let (tensor, reason) = choose(&model, None, name)?;
-    let origin = Origin { file: name.into(), format: model.format.clone(), tensor_reason: reason };
+    let origin = Origin { file: name.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
     Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default())?.run(&mut |_| {})?.report(0.0)
 }
 
@@ -504,7 +504,7 @@ fn hostile_files_fail_the_whole_chain_with_the_same_error_as_each_step() {
         ("invalid-json", |e| matches!(e, Error::Format(FormatError::InvalidJson { .. }))),
         ("size-mismatch", |e| matches!(e, Error::Format(FormatError::SizeMismatch { .. }))),
         ("offsets-past-eof", |e| matches!(e, Error::Format(FormatError::PastEof { .. }))),
-        ("unknown-dtype", |e| matches!(e, Error::Decode { .. })),
+        ("unknown-dtype", |e| matches!(e, Error::Locate(LocateError::Decode { .. }))),
         ("not-2d", |e| matches!(e, Error::Locate(LocateError::NotAMatrix { .. }))),
     ];
     let mut bad = Vec::new();

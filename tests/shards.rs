@@ -60,7 +60,12 @@ fn read_set(sources: &[SliceSource]) -> Result<ModelSet, FormatError> {
 fn analyze(sources: Vec<SliceSource>, tensor: Option<&str>) -> Report {
     let set = read_set(&sources).expect("set reads");
     let (info, reason) = choose_in_set(&set, tensor).expect("tensor chosen");
-    let origin = Origin { file: set.files[info.file].clone(), format: set.format.clone(), tensor_reason: reason };
+    let origin = Origin {
+        file: set.files[info.file].clone(),
+        format: set.format.clone(),
+        tensor_reason: reason,
+        ..Origin::default()
+    };
     let source = sources.into_iter().nth(info.file).expect("chosen file among the sources");
     Analysis::new(Box::new(source), info, origin, AnalysisConfig::default())
         .expect("analysis set up")
@@ -178,7 +183,7 @@ fn a_shard_named_by_the_index_but_not_given_is_missing_and_its_embedding_is_name
     assert_eq!(choose_in_set(&set, Some(EMBED)).unwrap_err(), err);
     // A tensor of a shard that was given is still there.
     let (t, reason) = choose_in_set(&set, Some("lm_head.weight")).expect("lm_head present");
-    assert_eq!((t.name.as_str(), reason.as_str()), ("lm_head.weight", "chosen by user"));
+    assert_eq!((t.name.as_str(), reason.as_str()), ("lm_head.weight", "chosen by you"));
     // A name in no file at all is "not found", naming the files read.
     match choose_in_set(&set, Some("nope")).unwrap_err() {
         LocateError::TensorNotFound { name, file } => {
@@ -434,13 +439,13 @@ fn split_gguf_unites_and_gives_the_unsplit_epsilon() {
 
 #[test]
 fn config_vocab_size_feeds_the_shape_heuristic() {
-    // Neither name is known: without a vocabulary size the largest tall matrix wins; with
-    // config.json's vocab_size the matrix with that many rows does.
+    // Neither name is known: without a vocabulary size nothing is guessed; with config.json's
+    // vocab_size the matrix with that many rows is the embedding.
     let a = TensorSpec::matrix("enc.a", DType::F32, 100, 16, &synth::random_init(100, 16, 1));
     let b = TensorSpec::matrix("enc.b", DType::F32, 300, 16, &synth::random_init(300, 16, 2));
     let model = ("weights.safetensors".to_string(), safetensors_bytes(&[a, b]));
     let alone = read_set(&sources(std::slice::from_ref(&model))).unwrap();
-    assert_eq!(choose_in_set(&alone, None).unwrap().0.name, "enc.b");
+    assert!(matches!(choose_in_set(&alone, None), Err(LocateError::NoInputEmbedding { .. })));
 
     for config in
         [&b"{\"vocab_size\": 100}"[..], &b"{\"model_type\": \"x\", \"text_config\": {\"vocab_size\": 100}}"[..]]
@@ -464,8 +469,11 @@ fn temp_dir(tag: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The CLI; the fixture writers (`generate-*`) from the fixture binary, which ships nowhere.
 fn cli(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_orthoscope")).args(args).output().expect("orthoscope runs")
+    let fixture = args.first().and_then(|a| a.to_str()).is_some_and(|a| a.starts_with("generate-"));
+    let bin = if fixture { env!("CARGO_BIN_EXE_orthoscope-fixtures") } else { env!("CARGO_BIN_EXE_orthoscope") };
+    std::process::Command::new(bin).args(args).output().expect("orthoscope runs")
 }
 
 fn ok(out: std::process::Output) -> String {

@@ -26,7 +26,8 @@ mod cli {
     use orthoscope::result::text;
     use orthoscope::run::analysis::AnalysisConfig;
     use orthoscope::run::job::Job;
-    use orthoscope::run::threads::{analyze_paths, open_paths, PassRequest};
+    use orthoscope::run::threads::{analyze_paths, open_paths, PassRequest, ThreadsError};
+    use orthoscope::Error;
 
     #[derive(Parser)]
     #[command(name = "orthoscope", version, about = "Representational capacity of a model's token embeddings")]
@@ -135,7 +136,7 @@ mod cli {
             Command::Analyze { files, tensor, seed, rows, json: as_json, centred, threads } => {
                 let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
                 let request = PassRequest { tensor, config, threads, centred };
-                let report = analyze_paths(&files, &request).map_err(|e| e.to_string())?;
+                let report = analyze_paths(&files, &request).map_err(describe)?;
                 print(&if as_json { json(&report)? } else { text::report(&report) });
             }
             Command::Neighbours { files, row, token, k, tensor, json: as_json } => {
@@ -159,6 +160,21 @@ mod cli {
             }
         }
         Ok(())
+    }
+
+    /// The error, and when the files hold no input embedding, the tensors `--tensor` may name.
+    fn describe(e: ThreadsError) -> String {
+        let mut text = e.to_string();
+        if let ThreadsError::Analysis(Error::Locate(LocateError::NoInputEmbedding { candidates, .. })) = &e {
+            if !candidates.is_empty() {
+                text.push_str("\n2-D tensors --tensor can name (their ε is then not the paper's):");
+                for c in candidates {
+                    text.push_str("\n  ");
+                    text.push_str(c);
+                }
+            }
+        }
+        text
     }
 
     fn inspect(files: &[PathBuf]) -> Result<(), String> {

@@ -12,6 +12,23 @@ use serde::{Deserialize, Serialize};
 use crate::pass::kernel::{self, bench, PackedGram, Precision};
 use crate::read::matrix::RowFate;
 
+/// The mean of unit rows stored `dim` values each, in f64; `None` when there are none. The f32
+/// Gram pass subtracts the histogram sample's mean row so that its f32 sums stay small.
+pub fn mean_row(units: &[f32], dim: usize) -> Option<Vec<f64>> {
+    let n = units.len() / dim.max(1);
+    if n == 0 {
+        return None;
+    }
+    let mut mean = vec![0.0f64; dim];
+    for row in units.chunks_exact(dim) {
+        for (m, &x) in mean.iter_mut().zip(row) {
+            *m += x as f64;
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= n as f64);
+    Some(mean)
+}
+
 /// Counts of rows seen, kept and dropped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowCounts {

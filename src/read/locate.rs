@@ -21,9 +21,10 @@ pub enum LocateError {
     /// was not among the files given.
     #[error("tensor '{tensor}' is in {shard}, which was not among the files given — add it")]
     MissingShard { tensor: String, shard: String },
-    /// Nothing in the file looks like a token-embedding matrix.
-    #[error("{file}: no 2-D floating-point tensor found, so no token embedding to analyse")]
-    NoEmbedding { file: String },
+    /// The files hold no tensor that is certainly the input token embedding: nothing is analysed
+    /// unless the user names one. `why` says what the files hold, `hint` what to give instead.
+    #[error("{files}: no input token embedding to analyse: {why}.{hint}")]
+    NoInputEmbedding { files: String, why: String, hint: String, candidates: Vec<String> },
     /// The tensor is not a matrix.
     #[error("tensor '{tensor}' has shape {shape:?}; a token embedding must be 2-D (vocabulary × d_model)")]
     NotAMatrix { tensor: String, shape: Vec<u64> },
@@ -35,7 +36,10 @@ pub enum LocateError {
     Decode { tensor: String, source: DecodeError },
 }
 
-/// Input token-embedding names, most specific first.
+/// `tensor_reason` of a tensor the user named.
+pub const CHOSEN_BY_YOU: &str = "chosen by you";
+
+/// Input token-embedding names of published checkpoints, most specific first.
 pub const EMBEDDING_NAMES: &[&str] = &[
     "model.embed_tokens.weight",
     "language_model.model.embed_tokens.weight",
@@ -50,35 +54,128 @@ pub const EMBEDDING_NAMES: &[&str] = &[
     "shared.weight",
     "encoder.embed_tokens.weight",
     "tok_embeddings.weight",
+    "model.tok_embeddings.weight",
     "token_embd.weight",
     "model.decoder.embed_tokens.weight",
     "transformer.embedding.word_embeddings.weight",
+    "transformer.embd.wte.weight",
     "backbone.embeddings.weight",
+    "backbone.embedding.weight",
+    "emb.weight",
     "embed_tokens.weight",
 ];
 
-/// Name endings of embeddings under a prefix the table does not know
+/// Name endings of input embeddings under a prefix the table does not know
 /// (e.g. "foo.model.embed_tokens.weight").
 pub const EMBEDDING_SUFFIXES: &[&str] =
     &["embed_tokens.weight", "wte.weight", "word_embeddings.weight", "tok_embeddings.weight", "embed_in.weight"];
 
-/// Output (unembedding) names; the paper does not use these for ε (`docs/method.md` §1).
+/// Output (unembedding) matrices: never the input embedding, and not what the paper measures
+/// (docs/method.md §1), even when they have its shape.
 pub const UNEMBEDDING_NAMES: &[&str] = &[
     "lm_head.weight",
     "language_model.lm_head.weight",
+    "model.language_model.lm_head.weight",
     "output.weight",
     "embed_out.weight",
+    "gpt_neox.embed_out.weight",
     "cls.predictions.decoder.weight",
+    "lm_head.decoder.weight",
+    "transformer.output_layer.weight",
+    "output_layer.weight",
+    "head.weight",
+    "lm_head.linear.weight",
 ];
+
+/// Name endings of output matrices under a prefix the table does not know.
+const UNEMBEDDING_SUFFIXES: &[&str] =
+    &["lm_head.weight", "embed_out.weight", "output_layer.weight", "lm_head.decoder.weight"];
+
+/// Words of a name's parts that mark a weight inside the transformer blocks (attention, MLP/FFN,
+/// norms, convolutions, experts) or a projection: never an input embedding.
+const BLOCK_WORDS: &[&str] = &[
+    "attn",
+    "attention",
+    "mlp",
+    "ffn",
+    "feed_forward",
+    "norm",
+    "ln_",
+    "conv",
+    "proj",
+    "dense",
+    "fc1",
+    "fc2",
+    "c_fc",
+    "query",
+    "key",
+    "value",
+    "expert",
+    "router",
+    "gate",
+    "layer",
+    "block",
+    "blk",
+];
+
+/// Words that mark an embedding of positions or segments, not of tokens.
+const POSITION_WORDS: &[&str] = &["position", "wpe", "pos_emb", "token_type", "segment", "rotary", "relative"];
+
+/// With several matrices and no name or vocabulary size to go by, a matrix is taken for V×d by its
+/// shape alone only when it is the one outside the blocks and much taller than wide: real
+/// vocabularies hold ≥ 3.9 rows per column (Llama 2 70B: 32000 × 8192) and thousands of rows.
+const SHAPE_ONLY_MIN_ROWS: u64 = 1000;
+const SHAPE_ONLY_MIN_ASPECT: u64 = 3;
+
+/// What a tensor is, by its name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TensorRole {
+    /// The input token embedding: what the paper's ε is about.
+    #[default]
+    InputEmbedding,
+    /// The output matrix (unembedding, `lm_head`): not the paper's ε.
+    OutputMatrix,
+    /// Anything else: a block weight, a position embedding, a projection, or an unnamed matrix.
+    Other,
+}
+
+/// What a name says a tensor is: block weights and position embeddings are [`TensorRole::Other`]
+/// even when a part of their name looks like an embedding's.
+pub fn role_by_name(name: &str) -> TensorRole {
+    if UNEMBEDDING_NAMES.contains(&name) || UNEMBEDDING_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+        return TensorRole::OutputMatrix;
+    }
+    if is_block_or_position(name) {
+        return TensorRole::Other;
+    }
+    if EMBEDDING_NAMES.contains(&name) || EMBEDDING_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+        return TensorRole::InputEmbedding;
+    }
+    TensorRole::Other
+}
+
+/// A weight of a transformer block (a numbered layer, or a part named like attention, MLP, norm,
+/// convolution) or an embedding of positions or segments.
+fn is_block_or_position(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let parts: Vec<&str> = lower.split(['.', '/']).collect();
+    // The last part is "weight"/"bias" or the tensor's own name; its words count too.
+    parts.iter().any(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        || parts.iter().any(|p| {
+            let p = p.trim_end_matches(".weight");
+            BLOCK_WORDS.iter().chain(POSITION_WORDS).any(|w| p.contains(w))
+        })
+}
 
 /// The outcome of locating.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Located {
-    /// Index into `ModelInfo::tensors` of the chosen embedding.
+    /// Index into `ModelInfo::tensors` of the input embedding, when the files make it certain.
     pub embedding: Option<usize>,
-    /// Why it was chosen, for the UI and the report.
+    /// How it was chosen, for the UI and the report; when none was, why not.
     pub reason: String,
-    /// Index of the unembedding, if a separate one exists.
+    /// Index of the output matrix, if a separate one exists.
     pub unembedding: Option<usize>,
     /// Indices of every 2-D floating-point tensor, the choices offered to the user.
     pub candidates: Vec<usize>,
@@ -88,62 +185,89 @@ fn is_candidate(t: &TensorInfo) -> bool {
     t.matrix().is_some_and(|(r, c)| r > 0 && c > 0) && t.dtype.is_float()
 }
 
-/// Picks the token embedding of a model.
+/// Picks the input token embedding of a model, only when the files make it certain: by name, by
+/// the vocabulary size they state, or by shape when exactly one matrix can be V×d. A block weight
+/// or an output matrix is never picked.
 pub fn locate(model: &ModelInfo) -> Located {
     let candidates: Vec<usize> = (0..model.tensors.len()).filter(|&i| is_candidate(&model.tensors[i])).collect();
-    let find =
-        |names: &[&str]| names.iter().find_map(|n| candidates.iter().copied().find(|&i| model.tensors[i].name == *n));
-    let unembedding = find(UNEMBEDDING_NAMES);
-    if let Some(i) = find(EMBEDDING_NAMES) {
-        return Located { embedding: Some(i), reason: "known embedding name".into(), unembedding, candidates };
+    let name = |i: usize| model.tensors[i].name.as_str();
+    let role = |i: usize| role_by_name(name(i));
+    let find = |names: &[&str]| names.iter().find_map(|n| candidates.iter().copied().find(|&i| name(i) == *n));
+    let unembedding =
+        find(UNEMBEDDING_NAMES).or_else(|| candidates.iter().copied().find(|&i| role(i) == TensorRole::OutputMatrix));
+    let located = |embedding: usize, reason: String| Located {
+        embedding: Some(embedding),
+        reason,
+        unembedding,
+        candidates: candidates.clone(),
+    };
+    if let Some(i) = find(EMBEDDING_NAMES).filter(|&i| role(i) == TensorRole::InputEmbedding) {
+        return located(i, "known embedding name".into());
     }
     // Names with a prefix we do not know (e.g. "foo.model.embed_tokens.weight").
-    if let Some(&i) =
-        candidates.iter().find(|&&i| EMBEDDING_SUFFIXES.iter().any(|s| model.tensors[i].name.ends_with(s)))
-    {
-        return Located { embedding: Some(i), reason: "embedding-like name".into(), unembedding, candidates };
+    if let Some(&i) = candidates.iter().find(|&&i| role(i) == TensorRole::InputEmbedding) {
+        return located(i, "embedding-like name".into());
     }
-    // Shape: a matrix whose row count is the vocabulary, when the file tells it.
-    let rows = |i: usize| model.tensors[i].matrix().map_or(0, |(r, _)| r);
-    let size = |i: usize| model.tensors[i].matrix().map_or(0, |(r, c)| r.saturating_mul(c));
-    if let Some(v) = model.vocab_size {
-        if let Some(i) =
-            candidates.iter().copied().filter(|&i| rows(i) == v && Some(i) != unembedding).max_by_key(|&i| size(i))
-        {
-            return Located {
-                embedding: Some(i),
-                reason: format!("rows equal the vocabulary size {v}"),
-                unembedding,
-                candidates,
-            };
-        }
-    }
-    // Otherwise the largest matrix with more rows than columns (vocabulary × d_model).
-    let tall = candidates
+    // Neither a block weight, an output matrix nor a position embedding.
+    let unnamed: Vec<usize> = candidates
         .iter()
         .copied()
-        .filter(|&i| Some(i) != unembedding)
-        .filter(|&i| model.tensors[i].matrix().is_some_and(|(r, c)| r > c))
-        .max_by_key(|&i| size(i));
-    if let Some(i) = tall {
-        return Located {
-            embedding: Some(i),
-            reason: "largest matrix with more rows than columns".into(),
-            unembedding,
-            candidates,
-        };
+        .filter(|&i| role(i) == TensorRole::Other && !is_block_or_position(name(i)))
+        .collect();
+    let rows = |i: usize| model.tensors[i].matrix().map_or(0, |(r, _)| r);
+    let cols = |i: usize| model.tensors[i].matrix().map_or(0, |(_, c)| c);
+    if let Some(v) = model.vocab_size {
+        let with_v: Vec<usize> = unnamed.iter().copied().filter(|&i| rows(i) == v).collect();
+        if let [i] = with_v.as_slice() {
+            return located(*i, format!("rows equal the vocabulary size {v}"));
+        }
     }
-    let any = candidates.iter().copied().max_by_key(|&i| size(i));
-    Located {
-        embedding: any,
-        reason: if any.is_some() {
-            "largest matrix (no better guess)".into()
-        } else {
-            "no 2-D floating-point tensor".into()
-        },
-        unembedding,
-        candidates,
+    // The file's only matrix (a `.npy`, a bare tensor file) is what the user means.
+    if let ([only], [i]) = (candidates.as_slice(), unnamed.as_slice()) {
+        if only == i {
+            return located(*i, "the only matrix in the file".into());
+        }
     }
+    if let [i] = unnamed.as_slice() {
+        if rows(*i) >= SHAPE_ONLY_MIN_ROWS && rows(*i) >= SHAPE_ONLY_MIN_ASPECT.saturating_mul(cols(*i)) {
+            return located(*i, "the only vocabulary-shaped matrix outside the transformer blocks".into());
+        }
+    }
+    let reason = why_none(model, &candidates, &unnamed, unembedding);
+    Located { embedding: None, reason, unembedding, candidates }
+}
+
+/// Why [`locate`] chose nothing, in words a user can act on.
+fn why_none(model: &ModelInfo, candidates: &[usize], unnamed: &[usize], unembedding: Option<usize>) -> String {
+    let name = |i: usize| model.tensors[i].name.as_str();
+    if candidates.is_empty() {
+        return "no 2-D floating-point tensor".to_string();
+    }
+    let output = unembedding.map(|i| format!("the output matrix {} (not the paper's ε)", name(i)));
+    match (unnamed.len(), output) {
+        (0, Some(out)) if candidates.len() == 1 => format!("it holds only {out}"),
+        (0, Some(out)) => format!("it holds transformer-block weights and {out}, but no input token embedding"),
+        (0, None) => {
+            "it holds only transformer-block weights (attention, MLP, norms), no input token embedding".to_string()
+        }
+        _ => {
+            let names: Vec<&str> = unnamed.iter().take(4).map(|&i| name(i)).collect();
+            format!(
+                "no tensor is named like an input embedding, and neither a stated vocabulary size nor the shape tells which of {} is one",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// The role of the tensor a user or [`locate`] chose: the located embedding is the input
+/// embedding; any other tensor is what its name says, never the input embedding by default.
+pub fn role_of_choice(model: &ModelInfo, name: &str) -> TensorRole {
+    let located = locate(model);
+    if located.embedding.and_then(|i| model.tensors.get(i)).is_some_and(|t| t.name == name) {
+        return TensorRole::InputEmbedding;
+    }
+    role_by_name(name)
 }
 
 /// The tensor to analyse: the one named by the user, else the located embedding.
@@ -154,7 +278,7 @@ pub fn choose(model: &ModelInfo, name: Option<&str>, file: &str) -> Result<(Tens
             .tensors
             .iter()
             .find(|t| t.name == name)
-            .map(|t| (t.clone(), "chosen by user".to_string()))
+            .map(|t| (t.clone(), CHOSEN_BY_YOU.to_string()))
             .ok_or_else(|| LocateError::TensorNotFound { name: name.to_string(), file: file.to_string() });
     }
     let located = locate(model);
@@ -171,7 +295,21 @@ pub fn choose(model: &ModelInfo, name: Option<&str>, file: &str) -> Result<(Tens
                     source: DecodeError::Unsupported(t.dtype.name().to_string()),
                 },
             },
-            None => LocateError::NoEmbedding { file: file.to_string() },
+            None => LocateError::NoInputEmbedding {
+                files: file.to_string(),
+                why: located.reason.clone(),
+                hint: if located.candidates.is_empty() {
+                    String::new()
+                } else {
+                    " Choose a tensor to analyse it anyway; its ε is then not the paper's.".to_string()
+                },
+                candidates: located
+                    .candidates
+                    .iter()
+                    .filter_map(|&i| model.tensors.get(i))
+                    .map(|t| t.name.clone())
+                    .collect(),
+            },
         }
     })
 }
@@ -219,5 +357,26 @@ pub fn choose_in_set(set: &ModelSet, name: Option<&str>) -> Result<(TensorInfo, 
             return Err(LocateError::MissingShard { tensor: tensor.to_string(), shard: shard.to_string() });
         }
     }
-    choose(&info, None, &what)
+    choose(&info, None, &what).map_err(|e| match e {
+        LocateError::NoInputEmbedding { files, why, hint, candidates } => {
+            LocateError::NoInputEmbedding { files, why, hint: missing_part_hint(set).unwrap_or(hint), candidates }
+        }
+        other => other,
+    })
+}
+
+/// What to drop instead when parts of a set are missing: a model's first part holds its input
+/// embedding in the converters' own order (Hugging Face shards, llama.cpp's split GGUF).
+fn missing_part_hint(set: &ModelSet) -> Option<String> {
+    let anyway = "or choose a tensor of these files to analyse it anyway (its ε is then not the paper's)";
+    match set.missing.iter().find(|m| m.contains("-00001-of-")) {
+        Some(first) => Some(format!(
+            " The input embedding is in the model's first part, {first}, which was not given: drop it too, {anyway}."
+        )),
+        None if !set.missing.is_empty() => Some(format!(
+            " Parts of this model were not given ({}); the input embedding is in one of them: drop them too, {anyway}.",
+            set.missing.join(", ")
+        )),
+        None => None,
+    }
 }

@@ -13,7 +13,7 @@
 //!   source_url, bytes_fetched; the unembedding's tensor, dtype, rows, dim, rows_seen,
 //!   rows_dropped, pairs, exact, μ, σ and interval; each histogram's lo, hi, bin count, below,
 //!   above, pairs and rows in the histogram, and its largest count;
-//! - recomputed: `schema` = [`SCHEMA_VERSION`]; `rows_dropped` = zero + non-finite; ε, μ + 3σ,
+//! - recomputed: `schema` = [`SCHEMA_VERSION`]; `tensor_role` from `tensor_reason` and the name; `rows_dropped` = zero + non-finite; ε, μ + 3σ,
 //!   `log10_capacity`, `capacity_determinate` and `class` by [`estimate`]; `caveat` =
 //!   [`CAPACITY_CAVEAT`]; the unembedding's μ + 2σ, μ + 3σ and `note` = [`UNEMBEDDING_NOTE`];
 //!   histogram edges by [`Histogram::new`].
@@ -34,6 +34,8 @@
 //! Why zlib rather than raw deflate: its 6 bytes of header and Adler-32 make a damaged link fail
 //! loudly instead of opening a different result. Why postcard: serde with varint integers, so
 //! small counts take one byte, and the layout is defined by [`Compact`] alone.
+
+use crate::read::locate::{role_by_name, TensorRole, CHOSEN_BY_YOU};
 
 use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
@@ -423,12 +425,17 @@ impl Compact {
         let histogram_zoom = self.histogram_zoom.into_report("histogram_zoom")?;
         let unembedding = self.unembedding.map(CompactUnembedding::into_report).transpose()?;
         let epsilon = estimate::epsilon(self.mu, self.sigma);
+        // An automatic choice is always the input embedding; a tensor chosen by the user is what
+        // its name says (as `locate::role_of_choice` decides for a name it did not pick itself).
+        let tensor_role =
+            if self.tensor_reason == CHOSEN_BY_YOU { role_by_name(&self.tensor) } else { TensorRole::InputEmbedding };
         Ok(Report {
             schema: SCHEMA_VERSION,
             file: self.file,
             format: self.format,
             tensor: self.tensor,
             tensor_reason: self.tensor_reason,
+            tensor_role,
             dtype: self.dtype,
             rows: self.rows,
             dim: self.dim,

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::read::locate::TensorRole;
+
 use crate::explain::alignment::TokenAlignment;
 use crate::explain::centred::Centred;
 use crate::explain::geometry::Geometry;
@@ -25,8 +27,12 @@ pub struct Report {
     pub file: String,
     pub format: String,
     pub tensor: String,
-    /// Why this tensor was analysed ("chosen by user", "known embedding name", …).
+    /// Why this tensor was analysed ("chosen by you", "known embedding name", …).
     pub tensor_reason: String,
+    /// What the tensor is. Only an `input_embedding` has the paper's ε; for any other the class
+    /// and the capacities are not comparable with the paper's Table 1.
+    #[serde(default)]
+    pub tensor_role: TensorRole,
     pub dtype: String,
     /// V, rows of the tensor.
     pub rows: u64,
@@ -125,6 +131,7 @@ pub struct PassOutcome<'a> {
     pub format: &'a str,
     pub tensor: &'a str,
     pub tensor_reason: &'a str,
+    pub tensor_role: TensorRole,
     pub dtype: &'a str,
     pub rows: u64,
     pub dim: u64,
@@ -160,6 +167,7 @@ impl Report {
             format: p.format.to_string(),
             tensor: p.tensor.to_string(),
             tensor_reason: p.tensor_reason.to_string(),
+            tensor_role: p.tensor_role,
             dtype: p.dtype.to_string(),
             rows: p.rows,
             dim: p.dim,

@@ -4,12 +4,17 @@
 use std::fmt::Write;
 
 use crate::explain::neighbours::Neighbours;
+use crate::read::locate::TensorRole;
 use crate::result::report::Report;
 
 /// The Report as the CLI prints it without `--json`: one fact per line.
 pub fn report(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{} · {} · {} · {} × {}", r.file, r.tensor, r.dtype, r.rows, r.dim);
+    let _ = writeln!(s, "tensor: {}", r.tensor_reason);
+    if let Some(note) = not_the_embedding(r) {
+        let _ = writeln!(s, "NOTE: {note}");
+    }
     let _ = writeln!(
         s,
         "rows used {} (dropped {}), pairs {}, {}",
@@ -86,4 +91,18 @@ pub fn neighbours(found: &Neighbours) -> String {
         let _ = writeln!(out, "{:>10.6}  {}", n.cosine, name(n.row, &n.token));
     }
     out
+}
+
+/// For a tensor that is not the input embedding: what it is, and that its ε, class and capacity
+/// are not the paper's (docs/method.md §1). `None` for the input embedding.
+pub fn not_the_embedding(r: &Report) -> Option<String> {
+    let what = match r.tensor_role {
+        TensorRole::InputEmbedding => return None,
+        TensorRole::OutputMatrix => "the output matrix",
+        TensorRole::Other => "not the input token embedding",
+    };
+    Some(format!(
+        "{} is {what}: its ε is not the paper's, and its class and capacity are not comparable with the paper's Table 1",
+        r.tensor
+    ))
 }

@@ -14,10 +14,10 @@ use crate::pass::estimate;
 use crate::pass::kernel::{self, Precision, MAX_CHUNK_ROWS};
 use crate::pass::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
 use crate::pass::shares::{PassError, PassPartial, Share};
-use crate::pass::stats::{within_block_sums, GramMoments, Moments, PairSample, RowCounts};
+use crate::pass::stats::{mean_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts};
 use crate::read::format::decode::decode_rows;
 use crate::read::format::{DType, TensorInfo};
-use crate::read::locate::LocateError;
+use crate::read::locate::{LocateError, TensorRole};
 use crate::read::matrix::{normalise_row, RowFate};
 use crate::read::source::ByteSource;
 use crate::result::report::{PassOutcome, Report};
@@ -110,6 +110,8 @@ pub struct Origin {
     pub file: String,
     pub format: String,
     pub tensor_reason: String,
+    /// What the tensor is: the paper's ε is that of the input embedding only.
+    pub tensor_role: TensorRole,
 }
 
 pub struct Analysis {
@@ -230,20 +232,13 @@ impl Analysis {
         self.phase
     }
 
-    /// Runs only `share` of the pass (`pass`); the lead worker keeps the histogram's sample. Call
-    /// before the first step.
+    /// Runs only `share` of the pass (`pass::shares`); a helper's [`Analysis::into_partial`] is
+    /// absorbed by the lead. Call before the first step. Every share reads the histogram's sample
+    /// (the same rows, by the seed): the f32 kernel's choice and its centre come from that sample
+    /// (`choose_precision`), and partials with the same precision and centre add exactly.
     pub fn set_share(&mut self, share: Share) {
         self.share = share;
         self.next_block = share.index as usize;
-    }
-
-    /// Runs `share` of the pass for a helper worker, whose [`Analysis::into_partial`] the lead
-    /// absorbs. Call before the first step. The helper still reads the histogram's sample (the same
-    /// rows as the lead's, by the seed): the f32 kernel's choice and its centre come from that
-    /// sample (`choose_precision`), and partials with the same precision and centre add exactly.
-    /// It costs each helper the sample's time once, while the lead spends the same time on it.
-    pub fn set_share_only(&mut self, share: Share) {
-        self.set_share(share);
     }
 
     /// The share of the pass this analysis runs.
@@ -396,16 +391,7 @@ impl Analysis {
             }
             Ok(()) => {
                 // The sample's mean unit row as the f32 pass's centre (see `GramMoments`).
-                let d = self.dim_padded;
-                let n = self.sample_units.len() / d.max(1);
-                if n > 0 {
-                    let mut centre = vec![0.0f64; d];
-                    for row in self.sample_units.chunks_exact(d) {
-                        for (c, &x) in centre.iter_mut().zip(row) {
-                            *c += x as f64;
-                        }
-                    }
-                    centre.iter_mut().for_each(|c| *c /= n as f64);
+                if let Some(centre) = mean_row(&self.sample_units, self.dim_padded) {
                     self.gram.set_centre(&centre);
                 }
             }
@@ -582,6 +568,7 @@ impl Analysis {
             format: &self.origin.format,
             tensor: &self.tensor.name,
             tensor_reason: &self.origin.tensor_reason,
+            tensor_role: self.origin.tensor_role,
             dtype: self.tensor.dtype.name(),
             rows: self.rows,
             dim: self.dim as u64,

@@ -15,10 +15,9 @@ use crate::pass::accumulate::rows_within;
 use crate::pass::kernel::MAX_CHUNK_ROWS;
 use crate::pass::shares::{PassPartial, Share};
 use crate::read::format::set::{read_model_set, ModelSet};
-use crate::read::format::TensorInfo;
-use crate::read::locate::choose_in_set;
-use crate::read::locate::locate;
+use crate::read::format::{ModelInfo, TensorInfo};
 use crate::read::locate::LocateError;
+use crate::read::locate::{choose_in_set, locate, role_by_name, role_of_choice, Located, TensorRole};
 use crate::read::matrix::Matrix;
 use crate::read::source::ByteSource;
 use crate::result::report::{Report, UnembeddingReport};
@@ -38,6 +37,9 @@ pub struct Opened {
     pub tensors: Vec<TensorInfo>,
     /// Indices of the 2-D floating-point tensors a user may pick.
     pub candidates: Vec<usize>,
+    /// What each candidate is, by its name (parallel to `candidates`): the picker labels the
+    /// output matrix and other tensors as not the paper's ε.
+    pub roles: Vec<TensorRole>,
     pub chosen: String,
     pub reason: String,
     pub unembedding: Option<String>,
@@ -73,6 +75,42 @@ pub struct Job {
     unembedding_matrix: Option<Matrix>,
 }
 
+impl Opened {
+    fn new(set: &ModelSet, model: &ModelInfo, located: &Located, chosen: &str, reason: &str) -> Opened {
+        let unembedding = located.unembedding.and_then(|i| model.tensors.get(i)).filter(|u| u.name != chosen);
+        Opened {
+            files: set.files.clone(),
+            format: set.format.clone(),
+            tensors: model.tensors.clone(),
+            candidates: located.candidates.clone(),
+            roles: located
+                .candidates
+                .iter()
+                .map(|&i| match model.tensors.get(i) {
+                    _ if located.embedding == Some(i) => TensorRole::InputEmbedding,
+                    Some(t) => role_by_name(&t.name),
+                    None => TensorRole::Other,
+                })
+                .collect(),
+            chosen: chosen.to_string(),
+            reason: reason.to_string(),
+            unembedding: unembedding.map(|u| u.name.clone()),
+            missing: set.missing.clone(),
+            ignored: set.ignored.clone(),
+        }
+    }
+
+    /// The files' tensors for the picker when nothing was chosen ([`LocateError::NoInputEmbedding`]):
+    /// `chosen` is empty and `reason` says why.
+    pub fn survey(sources: &[Rc<dyn ByteSource>]) -> Result<Opened, Error> {
+        let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s.as_ref()).collect();
+        let set = read_model_set(&refs)?;
+        let model = set.model_info();
+        let located = locate(&model);
+        Ok(Opened::new(&set, &model, &located, "", &located.reason))
+    }
+}
+
 impl Job {
     /// Reads the headers of `sources`, chooses the tensor (`tensor`, or the located embedding) and
     /// prepares its analysis. No tensor data is read yet, except a few rows for the tied check.
@@ -104,25 +142,17 @@ impl Job {
                 .cloned()
                 .ok_or_else(|| Error::from(LocateError::TensorNotFound { name: t.name.clone(), file: set.describe() }))
         };
-        let origin = |t: &TensorInfo, reason: &str| Origin {
+        let origin = |t: &TensorInfo, reason: &str, tensor_role: TensorRole| Origin {
             file: set.files.get(t.file).cloned().unwrap_or_default(),
             format: set.format.clone(),
             tensor_reason: reason.to_string(),
+            tensor_role,
         };
-        let opened = Opened {
-            files: set.files.clone(),
-            format: set.format.clone(),
-            tensors: model.tensors.clone(),
-            candidates: located.candidates.clone(),
-            chosen: info.name.clone(),
-            reason: reason.clone(),
-            unembedding: unembedding_info.as_ref().map(|u| u.name.clone()),
-            missing: set.missing.clone(),
-            ignored: set.ignored.clone(),
-        };
+        let role = role_of_choice(&model, &info.name);
+        let opened = Opened::new(&set, &model, &located, &info.name, &reason);
         // The shape checks come first: nothing below reads or allocates for a tensor they refuse.
         let embedding =
-            Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason), config.clone())?;
+            Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason, role), config.clone())?;
         let vocab = if model.vocab.is_empty() {
             crate::read::vocab::from_sources(&sources, &set.files)
         } else {
@@ -142,7 +172,8 @@ impl Job {
             Some(u) => {
                 let config = unembedding_config(u, &config, embedding.accumulator_bytes());
                 source_of(u).ok().zip(config).and_then(|(s, config)| {
-                    Analysis::new(Box::new(s), u.clone(), origin(u, "unembedding"), config).ok()
+                    Analysis::new(Box::new(s), u.clone(), origin(u, "unembedding", TensorRole::OutputMatrix), config)
+                        .ok()
                 })
             }
             None => None,
@@ -165,9 +196,10 @@ impl Job {
         let source = sources.get(info.file).cloned().ok_or_else(|| {
             Error::from(LocateError::TensorNotFound { name: info.name.clone(), file: set.describe() })
         })?;
-        let origin = Origin { file: String::new(), format: set.format.clone(), tensor_reason: reason };
+        let tensor_role = role_of_choice(&set.model_info(), &info.name);
+        let origin = Origin { file: String::new(), format: set.format.clone(), tensor_reason: reason, tensor_role };
         let mut analysis = Analysis::new(Box::new(source), info, origin, config)?;
-        analysis.set_share_only(share);
+        analysis.set_share(share);
         Ok(analysis)
     }
 

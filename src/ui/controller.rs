@@ -30,6 +30,8 @@ pub enum Status {
     Done,
     Error,
     Cancelled,
+    /// The files hold no input embedding: nothing ran; the picker and a message say why.
+    Choose,
 }
 
 impl Status {
@@ -40,6 +42,7 @@ impl Status {
             Status::Done => "done",
             Status::Error => "error",
             Status::Cancelled => "cancelled",
+            Status::Choose => "choose",
         }
     }
 }
@@ -290,6 +293,15 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         Response::Failed { message } => {
             state.progress.set(None);
             fail(state, message);
+        }
+        Response::Choose { opened, message } => {
+            state.progress.set(None);
+            state.opened.set(Some(opened));
+            // No ε stays on screen that a reader could take for these files'.
+            state.report.set(None);
+            state.announcement.set(String::new());
+            state.message.set(message);
+            state.status.set(Status::Choose);
         }
     }
 }

@@ -65,7 +65,11 @@ fn keep_focus_after_runs(state: State) {
             // Only when the focus sat on the run's own controls (now hidden): a focus elsewhere stays.
             let lost = active.as_ref().is_some_and(|a| a.closest(".progress").ok().flatten().is_some());
             if lost {
-                let target = if status == Status::Done { "result-heading" } else { "open-title" };
+                let target = match status {
+                    Status::Done => "result-heading",
+                    Status::Choose => "tensor-select",
+                    _ => "open-title",
+                };
                 if let Some(el) = document.and_then(|d| d.get_element_by_id(target)) {
                     if let Ok(el) = el.dyn_into::<web_sys::HtmlElement>() {
                         let _ = el.focus();

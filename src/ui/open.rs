@@ -5,8 +5,9 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Event, File, HtmlInputElement};
 
-use super::controller::{self, State};
+use super::controller::{self, State, Status};
 use crate::read::demo::DEMOS;
+use crate::read::locate::TensorRole;
 
 pub fn files_of(list: Option<web_sys::FileList>) -> Vec<File> {
     let Some(list) = list else { return Vec::new() };
@@ -79,13 +80,20 @@ pub fn TensorPicker(
             let options = o
                 .candidates
                 .iter()
-                .filter_map(|&i| o.tensors.get(i))
-                .map(|t| {
+                .zip(o.roles.iter().copied().chain(std::iter::repeat(TensorRole::Other)))
+                .filter_map(|(&i, role)| o.tensors.get(i).map(|t| (t, role)))
+                .map(|(t, role)| {
                     let selected = t.name == chosen;
-                    let label = format!("{} — {} {:?}", t.name, t.dtype.name(), t.shape);
+                    let what = match role {
+                        TensorRole::InputEmbedding => "",
+                        TensorRole::OutputMatrix => " — output matrix, not the paper's ε",
+                        TensorRole::Other => " — not the input embedding",
+                    };
+                    let label = format!("{} — {} {:?}{what}", t.name, t.dtype.name(), t.shape);
                     view! { <option value=t.name.clone() selected=selected>{label}</option> }
                 })
                 .collect_view();
+            let choose = state.status.get() == Status::Choose;
             let unembedding = o.unembedding.clone().map_or_else(
                 || "No separate unembedding (tied, or not in these files).".to_string(),
                 |u| format!("Unembedding: {u} (not used for ε; its statistics appear under the result when read)."),
@@ -105,7 +113,11 @@ pub fn TensorPicker(
                         <select id="tensor-select" node_ref=select_ref data-testid="tensor-select" prop:value=chosen.clone()>{options}</select>
                         <button type="button" data-testid="tensor-run" on:click=on_pick>"Analyse this tensor"</button>
                     </div>
-                    <p class="hint">{format!("Chosen: {} ({}). {}", o.chosen, o.reason, unembedding)}</p>
+                    {if choose {
+                        view! { <p class="error" role="alert" data-testid="choose-message">{state.message.get()}</p> }.into_any()
+                    } else {
+                        view! { <p class="hint">{format!("Chosen: {} ({}). {}", o.chosen, o.reason, unembedding)}</p> }.into_any()
+                    }}
                     {missing.map(|m| view! { <p class="hint" data-testid="missing-shards">{m}</p> })}
                     {ignored.map(|m| view! { <p class="hint">{m}</p> })}
                 </section>

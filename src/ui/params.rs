@@ -3,14 +3,17 @@
 //! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads. `?precision=f64`
 //! forces the f64 Gram kernel; `?kernel=simd128` (read by `worker::client::worker_url`) forces the
 //! plain SIMD worker build; `?workers=N` sets the worker pool's size; `?crash_after_rows=N` (with
-//! `?crash=oom` for an out-of-memory instead of a panic) is a test hook.
+//! `?crash=oom` for an out-of-memory instead of a panic) is a test hook of the end-to-end tests'
+//! build only (cargo feature `test-hooks`).
 
 use web_sys::UrlSearchParams;
 
 use crate::pass::kernel::Precision;
 use crate::pass::plan::DEFAULT_SEED;
 use crate::read::demo::DEFAULT_DEMO;
-use crate::worker::protocol::{CrashKind, SourceSpec, TestCrash};
+#[cfg(feature = "test-hooks")]
+use crate::worker::protocol::CrashKind;
+use crate::worker::protocol::{SourceSpec, TestCrash};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
@@ -62,14 +65,7 @@ impl Params {
             },
             centred: flag("centred"),
             workers: get("workers").and_then(|s| s.trim().parse().ok()).filter(|&n| n >= 1),
-            crash: get("crash_after_rows").and_then(|s| s.trim().parse().ok()).map(|after_rows| TestCrash {
-                after_rows,
-                kind: if get("crash").is_some_and(|k| k.trim() == "oom") {
-                    CrashKind::OutOfMemory
-                } else {
-                    CrashKind::Panic
-                },
-            }),
+            crash: test_crash(&get),
         }
     }
 
@@ -82,4 +78,19 @@ impl Params {
             (None, None) => SourceSpec::Demo(self.demo.clone()),
         }
     }
+}
+
+/// `?crash_after_rows=N` (`&crash=oom`): only in the end-to-end tests' build (cargo feature
+/// `test-hooks`); a release page ignores both, so a shared link cannot crash a reader's tab.
+#[cfg(feature = "test-hooks")]
+fn test_crash(get: &dyn Fn(&str) -> Option<String>) -> Option<TestCrash> {
+    get("crash_after_rows").and_then(|s| s.trim().parse().ok()).map(|after_rows| TestCrash {
+        after_rows,
+        kind: if get("crash").is_some_and(|k| k.trim() == "oom") { CrashKind::OutOfMemory } else { CrashKind::Panic },
+    })
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn test_crash(_get: &dyn Fn(&str) -> Option<String>) -> Option<TestCrash> {
+    None
 }

@@ -72,6 +72,9 @@ pub fn ReportPanel(
                 {move || (state.status.get() == Status::Error).then(|| state.message.get())}
             </p>
             <p class="note" hidden=move || state.status.get() != Status::Cancelled>{move || state.message.get()}</p>
+            <p class="note" data-testid="choose-note" hidden=move || state.status.get() != Status::Choose>
+                "Nothing was analysed: these files hold no input token embedding. Choose a tensor above to analyse it anyway."
+            </p>
             {move || state.report.get().map(|r| view! { <ResultCard report=r state=state /> })}
         </ContractReport>
     }

@@ -14,6 +14,7 @@ use super::controller::State;
 use super::session::Entry;
 use crate::charts::{Axis, FrameSpec, PlotFrame, Sizes, YTitle};
 use crate::pass::estimate::{self, Class};
+use crate::read::locate::TensorRole;
 use crate::result::paper::{self, TABLE1};
 use crate::result::report::{group_digits, model_name, scientific_from_log10, significant};
 
@@ -86,7 +87,22 @@ fn user_points(entries: &[Entry]) -> Vec<Point> {
         .map(|e| {
             let r = &e.report;
             Point {
-                name: format!("{} · {}", model_name(&r.file, r.source_url.as_deref()), r.tensor),
+                // A tensor that is not the input embedding is placed, but named for what it is.
+                name: match r.tensor_role {
+                    TensorRole::InputEmbedding => {
+                        format!("{} · {}", model_name(&r.file, r.source_url.as_deref()), r.tensor)
+                    }
+                    TensorRole::OutputMatrix => format!(
+                        "{} · {} (output matrix: not comparable with Table 1)",
+                        model_name(&r.file, r.source_url.as_deref()),
+                        r.tensor
+                    ),
+                    TensorRole::Other => format!(
+                        "{} · {} (not the input embedding: not comparable with Table 1)",
+                        model_name(&r.file, r.source_url.as_deref()),
+                        r.tensor
+                    ),
+                },
                 d: r.dim,
                 epsilon: r.epsilon,
                 ci: r.epsilon_ci,

@@ -130,6 +130,12 @@ pub enum Response {
     Ready,
     /// The headers were read: the tensors on offer and the one being analysed.
     Opened(Opened),
+    /// The files hold no input embedding: nothing runs. The picker offers `opened`'s tensors and
+    /// `message` says why and what to drop instead.
+    Choose {
+        opened: Opened,
+        message: String,
+    },
     Progress(Progress),
     /// Boxed: a Report is far larger than every other message.
     Done(Box<Report>),

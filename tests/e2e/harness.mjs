@@ -56,6 +56,8 @@ export async function launch(baseUrl) {
   });
   const errors = [];
   const foreignRequests = [];
+  /** Every request the page and its workers made: {method, url}. */
+  const requests = [];
   const origin = new URL(baseUrl).origin;
   const watch = (page) => {
     page.on("console", (m) => { if (m.type() === "error") errors.push(`console: ${m.text()}`); });
@@ -65,6 +67,7 @@ export async function launch(baseUrl) {
     });
     page.on("request", (r) => {
       const u = r.url();
+      requests.push({ method: r.method(), url: u });
       if (!u.startsWith(origin) && !u.startsWith("data:") && !u.startsWith("blob:")) foreignRequests.push(u);
     });
   };
@@ -72,15 +75,28 @@ export async function launch(baseUrl) {
   const page = context.pages()[0] ?? (await context.newPage());
   watch(page);
   return {
-    context, page, errors, foreignRequests,
+    context, page, errors, foreignRequests, requests, origin,
     close: async () => { await context.close(); rmSync(profile, { recursive: true, force: true }); },
   };
 }
 
-/** Fails on any console, page or worker error, and on any request that left the page's origin. */
+/** Fails on any console, page or worker error, on any request that left the page's origin, and
+ *  on any request that is not a GET of one of the page's own static files (the page, its scripts,
+ *  wasm and styles): the README's privacy promise for a page given local files. */
 export function assertClean(b) {
   assert.deepEqual(b.errors, [], "console, page or worker errors");
   assert.deepEqual(b.foreignRequests, [], "requests outside the page's origin");
+  assert.deepEqual(staticViolations(b), [], "requests other than GETs of the page's own static files");
+}
+
+/** The requests of session `b` that are not GETs of the page's own static files. */
+export function staticViolations(b) {
+  return b.requests.filter(({ method, url }) => {
+    if (url.startsWith("data:") || url.startsWith("blob:")) return false;
+    if (!url.startsWith(b.origin + "/")) return true;
+    const path = new URL(url).pathname;
+    return method !== "GET" || !/(\/|\.(html|js|wasm|css))$/.test(path);
+  }).map(({ method, url }) => `${method} ${url}`);
 }
 
 /** The run id on the report element (`data-run`), to tell the next result from this one. */
@@ -96,7 +112,7 @@ export async function finalReport(page, timeout = 600_000, afterRun = -1) {
       const el = document.querySelector('[data-testid="report"]');
       if (!el || Number(el.getAttribute("data-run")) <= after) return false;
       const s = el.getAttribute("data-status");
-      return s === "done" || s === "error";
+      return s === "done" || s === "error" || s === "choose";
     },
     afterRun,
     { timeout, polling: 100 },
@@ -223,4 +239,108 @@ export async function workerBenchmark(page, meta, peakIterations) {
       });
     } finally { worker.terminate(); }
   }, [meta, peakIterations]);
+}
+
+/** Runs in the page before its own scripts: keeps, in the order the page's event loop sees them,
+ *  every message an analysis worker posts ({worker, run, kind}, with `rows_seen`, `rows` and
+ *  `fraction` for Progress), every worker error event ({worker, kind: "error"}) and every change of
+ *  the report element's state ({status, run}). Ordering asserts read this log instead of a clock.
+ *  The page sets a status in the same turn as the message that caused it (its effects run as
+ *  microtasks), so the log shows which message a status followed. */
+function installPageLog() {
+  const log = (window.__orthoscopeLog = []);
+  const Native = window.Worker;
+  let nextWorker = 0;
+  window.Worker = class extends Native {
+    constructor(...args) {
+      super(...args);
+      const worker = nextWorker++;
+      // Registered before the page sets its own handlers, so each entry precedes what it causes.
+      this.addEventListener("message", (e) => {
+        const json = typeof e.data === "string" ? e.data : e.data?.json;
+        let envelope;
+        try { envelope = JSON.parse(json); } catch { return; }
+        const { run, response } = envelope;
+        const kind = typeof response === "string" ? response : Object.keys(response ?? {})[0];
+        const entry = { worker, run, kind };
+        if (kind === "Progress") Object.assign(entry, { rows_seen: response.Progress.rows_seen, rows: response.Progress.rows, fraction: response.Progress.fraction });
+        log.push(entry);
+      });
+      this.addEventListener("error", () => log.push({ worker, kind: "error" }));
+    }
+  };
+  let last = "";
+  const record = () => {
+    const el = document.querySelector('[data-testid="report"]');
+    if (!el) return;
+    const state = { status: el.getAttribute("data-status"), run: Number(el.getAttribute("data-run")) };
+    const key = `${state.status}/${state.run}`;
+    if (key !== last) { last = key; log.push(state); }
+  };
+  new MutationObserver(record).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-status", "data-run"] });
+}
+
+/** Opens the app with the page log of [`installPageLog`] and waits for the opening demo to finish. */
+export async function openAppWithLog(server, query = "") {
+  const b = await launch(server.url);
+  await b.context.addInitScript(installPageLog);
+  await b.page.goto(server.url + query);
+  await finalReport(b.page);
+  return b;
+}
+
+/** The page log so far (see `installPageLog`). */
+export async function pageLog(page) {
+  return page.evaluate(() => window.__orthoscopeLog.slice());
+}
+
+/** Workers that posted anything about run `run`. */
+export function workersOf(log, run) {
+  return [...new Set(log.filter((e) => "worker" in e && e.run === run).map((e) => e.worker))];
+}
+
+/** Waits until `workers` distinct workers have posted progress of run `run`. */
+export async function progressFrom(page, run, workers) {
+  await page.waitForFunction(([run, workers]) => {
+    const from = new Set(window.__orthoscopeLog.filter((e) => e.run === run && e.kind === "Progress").map((e) => e.worker));
+    return from.size >= workers;
+  }, [run, workers], { timeout: 60_000, polling: 50 });
+}
+
+/** Waits until every worker that posted anything about run `run` has acknowledged its Cancel. */
+export async function cancelAcknowledged(page, run) {
+  await page.waitForFunction((run) => {
+    const log = window.__orthoscopeLog;
+    const workers = new Set(log.filter((e) => "worker" in e && e.run === run).map((e) => e.worker));
+    return workers.size > 0 && [...workers].every((w) => log.some((e) => e.worker === w && e.run === run && e.kind === "Cancelled"));
+  }, run, { timeout: 60_000, polling: 50 });
+}
+
+/** Asserts from the page log that Cancel stopped run `run` mid-pass and at once: the page showed
+ *  "cancelled" while the rows seen (summed over the workers, as the progress bar does) were still
+ *  below the total; every worker of the run acknowledged the Cancel after the click and posted
+ *  nothing more about the run; no worker finished it and the page never showed it done; the next
+ *  run started after the cancel and finished. */
+export function assertCancelledMidPass(log, run) {
+  const statuses = log.filter((e) => "status" in e);
+  assert.deepEqual(statuses.filter((e) => e.run === run).map((e) => e.status), ["running", "cancelled"], `states of run ${run}`);
+  const cancelledAt = log.findIndex((e) => e.status === "cancelled" && e.run === run);
+  const latest = new Map();
+  for (const e of log.slice(0, cancelledAt)) if (e.run === run && e.kind === "Progress") latest.set(e.worker, e);
+  assert.ok(latest.size > 0, "progress of the run was shown before the cancel");
+  const seen = [...latest.values()].reduce((s, e) => s + e.rows_seen, 0);
+  const total = Math.max(...[...latest.values()].map((e) => e.rows));
+  assert.ok(seen < total, `cancelled after ${seen} of ${total} rows: mid-pass`);
+  const workers = workersOf(log, run);
+  for (const w of workers) {
+    const ack = log.findIndex((e) => e.worker === w && e.run === run && e.kind === "Cancelled");
+    assert.ok(ack > cancelledAt, `worker ${w} acknowledged the Cancel of run ${run} after the click`);
+    const after = log.slice(ack + 1).filter((e) => e.worker === w && e.run === run);
+    assert.deepEqual(after, [], `worker ${w} posted nothing about run ${run} after acknowledging its Cancel`);
+  }
+  assert.ok(!log.some((e) => e.run === run && e.kind === "Done"), `no worker finished run ${run}`);
+  const next = statuses.findIndex((e) => e.run > run);
+  assert.ok(next >= 0 && log.indexOf(statuses[next]) > cancelledAt, "the next run started after the cancel");
+  assert.equal(statuses.at(-1).status, "done", "and the next run finished");
+  return { seen, total, workers };
 }

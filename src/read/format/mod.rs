@@ -340,6 +340,9 @@ pub enum FormatError {
     /// More than one shard index among the files, so it is unclear which model they describe.
     #[error("several shard indexes among the files given ({files}); give the files of one model")]
     SeveralIndexes { files: String },
+    /// Two parts of one split model state different numbers of parts in their names.
+    #[error("{first} says the model has {first_count} parts but {second} says {second_count}: these parts come from different splits of the model; give the parts of one")]
+    SplitCountsDisagree { first: String, first_count: u64, second: String, second_count: u64 },
     /// Two files given share the base name of a shard the index names, so either could be meant.
     #[error("two files named {name} were given ({first} and {second}); the index names one shard of that name, give only one")]
     DuplicateFile { name: String, first: String, second: String },

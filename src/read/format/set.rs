@@ -484,6 +484,26 @@ fn read_unindexed(
         }
         return Err(FormatError::NoModelFiles { ignored: set.ignored.join(", ") });
     }
+    // Parts of one split must agree on how many parts there are.
+    let mut counts: BTreeMap<(String, String), (u64, &str)> = BTreeMap::new();
+    for (i, _) in &infos {
+        let Some(name) = set.files.get(*i) else { continue };
+        let Some((prefix, ext, count)) = split_name(name) else { continue };
+        match counts.get(&(prefix.to_string(), ext.to_string())) {
+            Some(&(first_count, first)) if first_count != count => {
+                return Err(FormatError::SplitCountsDisagree {
+                    first: first.to_string(),
+                    first_count,
+                    second: name.clone(),
+                    second_count: count,
+                });
+            }
+            Some(_) => {}
+            None => {
+                counts.insert((prefix.to_string(), ext.to_string()), (count, name.as_str()));
+            }
+        }
+    }
     // Without an index, the only hint of a missing part is a `-0000k-of-0000N` name.
     let given: BTreeSet<&str> = set.files.iter().map(String::as_str).collect();
     let mut missing = BTreeSet::new();
@@ -514,6 +534,15 @@ fn looks_like_model(source: &dyn ByteSource, name: &str) -> Result<bool, FormatE
 /// The names of all parts of a `PREFIX-0000k-of-0000N.EXT` file (Hugging Face shards and
 /// llama.cpp splits both use five digits), or `None` for other names.
 fn split_parts(name: &str) -> Option<Vec<String>> {
+    let (prefix, ext, count) = split_name(name)?;
+    if count == 0 || count > MAX_LISTED_PARTS {
+        return None;
+    }
+    Some((1..=count).map(|k| format!("{prefix}-{k:05}-of-{count:05}{ext}")).collect())
+}
+
+/// `(PREFIX, .EXT, N)` of a `PREFIX-0000k-of-0000N.EXT` name, or `None` for other names.
+fn split_name(name: &str) -> Option<(&str, &str, u64)> {
     let dot = name.rfind('.')?;
     let (stem, ext) = name.split_at(dot);
     let (rest, count) = stem.rsplit_once("-of-")?;
@@ -522,11 +551,7 @@ fn split_parts(name: &str) -> Option<Vec<String>> {
     if !digits(count) || !digits(no) {
         return None;
     }
-    let count: u64 = count.parse().ok()?;
-    if count == 0 || count > MAX_LISTED_PARTS {
-        return None;
-    }
-    Some((1..=count).map(|k| format!("{prefix}-{k:05}-of-{count:05}{ext}")).collect())
+    Some((prefix, ext, count.parse().ok()?))
 }
 
 /// The display format: the shards' own format, with their number when there are several.

@@ -8,6 +8,7 @@ use crate::pass::estimate::Class;
 use crate::result::links;
 use crate::result::paper;
 use crate::result::report::{group_digits, model_name, scientific_from_log10, significant, Report};
+use crate::result::text;
 use crate::ui::controller::{Provenance, State, Status};
 
 /// "Class 2", and what it means (`docs/method.md` §3).
@@ -102,7 +103,12 @@ pub fn Headline(
         }
         .into_any()
     };
+    // Before the numbers: a tensor that is not the input embedding has no paper's ε.
+    let not_embedding = text::not_the_embedding(&r).map(
+        |note| view! { <p class="warning" data-testid="not-embedding">{format!("Not the paper's ε: {note}.")}</p> },
+    );
     view! {
+        {not_embedding}
         <div class="headline">
             <div class="figure">
                 <h3>"ε, deviation from orthogonality"</h3>

@@ -11,9 +11,11 @@ use super::{keep_matrix, matrix_of, post, post_bytes, stop_early_asked, take_par
 use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::pass::shares::{shares_for, PassPartial, Share};
+use crate::read::locate::LocateError;
 use crate::run::analysis::Phase;
-use crate::run::job::{Job, JobOptions};
+use crate::run::job::{Job, JobOptions, Opened};
 use crate::worker::protocol::{Response, RunSettings, SourceSpec};
+use crate::Error;
 
 /// How often a lead whose own share is done looks for the helpers' partials (a timer, not a busy
 /// loop: the helpers need the cores).
@@ -43,8 +45,16 @@ pub(super) async fn analyze(task: Task, tensor: Option<String>, workers: u32) ->
     let config = settings.config();
     // Over the network every byte is a download: read the embedding and nothing more.
     let options = JobOptions { tensor_bytes_only: opened.url.is_some() };
-    let (mut job, found) =
-        Job::open_with(opened.sources, tensor.as_deref(), config, options).map_err(|e| e.to_string())?;
+    let (mut job, found) = match Job::open_with(opened.sources.clone(), tensor.as_deref(), config, options) {
+        Ok(opened) => opened,
+        // No input embedding: nothing runs; the page offers the tensors and says why.
+        Err(e @ Error::Locate(LocateError::NoInputEmbedding { .. })) => {
+            let survey = Opened::survey(&opened.sources).map_err(|e| e.to_string())?;
+            post(run, Response::Choose { opened: survey, message: e.to_string() });
+            return Ok(());
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let chosen = found.chosen.clone();
     post(run, Response::Opened(found));
     // The pass is split only as far as the accumulators fit the memory budget (`pass`).

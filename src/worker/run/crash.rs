@@ -1,11 +1,19 @@
 //! A test hook, not a feature: the deliberate failure behind `?crash_after_rows=N` (and
-//! `?crash=oom`), so the end-to-end tests can show the page recovers from a worker that dies. It
-//! does nothing unless the page's request carries a `TestCrash`.
+//! `?crash=oom`), so the end-to-end tests can show the page recovers from a worker that dies.
+//! Compiled only with the cargo feature `test-hooks` (the end-to-end tests' build): a shared link
+//! can never crash a reader's tab. Without it, this does nothing.
 
-use crate::worker::protocol::{CrashKind, TestCrash};
+#[cfg(feature = "test-hooks")]
+use crate::worker::protocol::CrashKind;
+use crate::worker::protocol::TestCrash;
+
+/// The release build has no crash hook.
+#[cfg(not(feature = "test-hooks"))]
+pub(super) fn crash_if_asked(_crash: Option<TestCrash>, _rows_seen: u64) {}
 
 /// Fails the way `crash` asks once `rows_seen` reaches its row count: a real panic, as a bug would
 /// cause, or a real exhaustion of the wasm memory.
+#[cfg(feature = "test-hooks")]
 pub(super) fn crash_if_asked(crash: Option<TestCrash>, rows_seen: u64) {
     let Some(TestCrash { after_rows, kind }) = crash else { return };
     if rows_seen < after_rows {
