@@ -195,3 +195,29 @@ fn the_cli_with_one_and_three_threads_agrees() {
     assert_eq!(one.rows_used, three.rows_used);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_native_pass_gives_one_answer_for_any_number_of_threads_and_reads_a_folder() {
+    use orthoscope::run::threads::{analyze_paths, PassRequest, ThreadsError};
+    let dir = std::env::temp_dir().join(format!("orthoscope-threads-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("model")).unwrap();
+    std::fs::write(dir.join("model").join("m.safetensors"), model(3000, 80, 11)).unwrap();
+    let run = |threads: usize| {
+        let request = PassRequest { threads: Some(threads), ..PassRequest::default() };
+        analyze_paths(&[dir.join("model")], &request).expect("the folder's model analyses")
+    };
+    let one = run(1);
+    for threads in [2, 4] {
+        let many = run(threads);
+        assert_eq!(many.workers, threads as u32);
+        assert!(close(one.epsilon, many.epsilon, 1e-12), "{threads} threads: {} vs {}", many.epsilon, one.epsilon);
+        assert!(close(one.sigma, many.sigma, 1e-12));
+        assert_eq!((one.rows_used, one.pairs), (many.rows_used, many.pairs));
+    }
+    // A folder with nothing in it says so instead of "no model".
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    let err = analyze_paths(&[dir.join("empty")], &PassRequest::default()).expect_err("nothing to read");
+    assert!(matches!(err, ThreadsError::EmptyDirectory { .. }), "{err:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
