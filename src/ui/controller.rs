@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 use web_sys::File;
 
 use super::params::Params;
@@ -261,8 +262,14 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
             let same = state
                 .opened
                 .with_untracked(|o| o.as_ref().is_some_and(|o| o.files == opened.files && o.tensors == opened.tensors));
-            if !same {
+            // After a refusal the picker named no tensor: it now names the one chosen, and the
+            // keyboard focus goes back to its button.
+            let after_choose = state.opened.with_untracked(|o| o.as_ref().is_some_and(|o| o.chosen.is_empty()));
+            if !same || after_choose {
                 state.opened.set(Some(opened));
+            }
+            if same && after_choose {
+                request_animation_frame(|| focus_if_lost("tensor-run"));
             }
         }
         Response::Progress(p) => state.progress.set(Some(p)),
@@ -435,4 +442,15 @@ pub fn compute_centred(state: State) {
             }
         }
     });
+}
+
+/// Focuses the element `id` when the focus fell to the page's body (its holder was re-rendered).
+fn focus_if_lost(id: &str) {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+    let lost = document.active_element().is_none_or(|a| a.tag_name().eq_ignore_ascii_case("body"));
+    if let Some(el) = document.get_element_by_id(id).filter(|_| lost) {
+        if let Ok(el) = el.dyn_into::<web_sys::HtmlElement>() {
+            let _ = el.focus();
+        }
+    }
 }

@@ -103,7 +103,7 @@ pub fn TensorPicker(
                 many => format!("{} files", many.len()),
             };
             let missing = (!o.missing.is_empty())
-                .then(|| format!("Named by the index but not given: {}.", o.missing.join(", ")));
+                .then(|| format!("Parts of this model not given: {}.", o.missing.join(", ")));
             let ignored = (!o.ignored.is_empty())
                 .then(|| format!("Not read (not named by the index, or not a model file): {}.", o.ignored.join(", ")));
             view! {

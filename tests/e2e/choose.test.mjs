@@ -50,6 +50,9 @@ test("the second shard alone: no analysis, data-status=choose, the message names
     assert.equal(done.report.tensor_reason, "chosen by you");
     assert.equal(done.report.tensor_role, "output_matrix");
     assert.match(await b.page.textContent('[data-testid="not-embedding"]'), /not comparable with the paper's Table 1/);
+    // The picker now names the tensor chosen, no longer the refusal.
+    assert.match(await b.page.textContent(".picker"), /Chosen: lm_head\.weight \(chosen by you\)/);
+    assert.equal(await b.page.locator('[data-testid="choose-message"]').count(), 0);
     const native = cliReport(second, "--tensor", "lm_head.weight");
     assert.ok(Math.abs(done.report.epsilon - native.epsilon) < 1e-7, `${done.report.epsilon} vs CLI ${native.epsilon}`);
     assertClean(b);
