@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use orthoscope::fixtures::synth::{self, safetensors_bytes, TensorSpec};
 use orthoscope::read::format::set::read_model_set;
-use orthoscope::read::format::{DType, ModelInfo, TensorInfo};
+use orthoscope::read::format::{DType, ModelInfo, ShapeHints, TensorInfo};
 use orthoscope::read::locate::{choose_in_set, locate, role_by_name, LocateError, TensorRole};
 use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::run::analysis::AnalysisConfig;
@@ -26,7 +26,7 @@ fn model(tensors: &[(&str, &[u64])], vocab_size: Option<u64>) -> ModelInfo {
             file: 0,
         })
         .collect();
-    ModelInfo { format: "safetensors".into(), tensors, vocab_size, vocab: Vec::new() }
+    ModelInfo { format: "safetensors".into(), tensors, vocab_size, ..ModelInfo::default() }
 }
 
 fn chosen(m: &ModelInfo) -> Option<&str> {
@@ -427,4 +427,65 @@ fn a_split_gguf_part_of_blocks_only_names_the_first_part() {
         let message = choose_in_set(&set, None).expect_err("no embedding in this part").to_string();
         assert!(message.contains(&names[0]), "part {}: {message}", k + 1);
     }
+}
+
+fn with_hints(tensors: &[(&str, &[u64])], vocab_size: Option<u64>, hints: ShapeHints) -> ModelInfo {
+    ModelInfo { hints, ..model(tensors, vocab_size) }
+}
+
+#[test]
+fn config_hidden_size_tie_and_tokenizer_size_pick_an_unnamed_matrix() {
+    let two = [("a", &[1000u64, 16][..]), ("b", &[1000, 32][..])];
+    assert_eq!(chosen(&model(&two, Some(1000))), None, "two matrices with the vocabulary's rows");
+    let hidden = ShapeHints { hidden_size: Some(32), ..ShapeHints::default() };
+    assert_eq!(chosen(&with_hints(&two, Some(1000), hidden)), Some("b"), "the one with the hidden size");
+
+    // A tied model that keeps its one token matrix as lm_head.
+    let tied_only = [("lm_head.weight", &[320u64, 64][..]), ("model.layers.0.mlp.up_proj.weight", &[172, 64][..])];
+    assert_eq!(chosen(&model(&tied_only, None)), None, "an output matrix alone is not the input embedding");
+    let tied = ShapeHints { tied: Some(true), ..ShapeHints::default() };
+    let m = with_hints(&tied_only, Some(320), tied);
+    assert_eq!(chosen(&m), Some("lm_head.weight"));
+    assert!(locate(&m).reason.contains("tie_word_embeddings"), "{}", locate(&m).reason);
+    assert_eq!(orthoscope::read::locate::role_of_choice(&m, "lm_head.weight"), TensorRole::InputEmbedding);
+    let untied = ShapeHints { tied: Some(false), ..ShapeHints::default() };
+    assert_eq!(chosen(&with_hints(&tied_only, Some(320), untied)), None);
+
+    // The tokenizer's 50295 tokens in a 51200-row matrix (Phi-2's padding), beside a square one.
+    let phi = [("E", &[51200u64, 64][..]), ("P", &[2048, 64][..])];
+    let tokens = ShapeHints { tokenizer_tokens: Some(50295), ..ShapeHints::default() };
+    assert_eq!(chosen(&with_hints(&phi, None, tokens)), Some("E"));
+    let too_few = ShapeHints { tokenizer_tokens: Some(60000), ..ShapeHints::default() };
+    assert_eq!(chosen(&with_hints(&phi, None, too_few)), None, "fewer rows than tokens: not the embedding");
+}
+
+#[test]
+fn a_dropped_config_and_tokenizer_reach_the_choice() {
+    let a = synth::random_init(300, 16, 1);
+    let b = synth::random_init(300, 24, 2);
+    let weights = (
+        "weights.safetensors".to_string(),
+        safetensors_bytes(&[
+            TensorSpec::matrix("enc.a", DType::F32, 300, 16, &a),
+            TensorSpec::matrix("enc.b", DType::F32, 300, 24, &b),
+        ]),
+    );
+    let read = |files: &[(String, Vec<u8>)]| {
+        let refs = sources(files);
+        let set = read_model_set(&refs.iter().map(|s| s.as_ref()).collect::<Vec<_>>()).expect("reads");
+        choose_in_set(&set, None).map(|(t, reason)| (t.name, reason))
+    };
+    assert!(read(std::slice::from_ref(&weights)).is_err(), "no hint: no guess");
+    let config = ("config.json".to_string(), br#"{"text_config": {"vocab_size": 300, "hidden_size": 24}}"#.to_vec());
+    let (name, reason) = read(&[weights.clone(), config]).expect("config decides");
+    assert_eq!(name, "enc.b");
+    assert!(reason.contains("hidden size 24"), "{reason}");
+    // A tokenizer of 290 tokens (+ padding) and d from n_embd.
+    let vocab: Vec<String> = (0..290).map(|i| format!("\"t{i}\":{i}")).collect();
+    let tokenizer = format!("{{\"model\":{{\"type\":\"BPE\",\"vocab\":{{{}}}}}}}", vocab.join(","));
+    let config = ("config.json".to_string(), br#"{"n_embd": 16}"#.to_vec());
+    let (name, reason) =
+        read(&[weights, config, ("tokenizer.json".to_string(), tokenizer.into_bytes())]).expect("tokenizer decides");
+    assert_eq!(name, "enc.a");
+    assert!(reason.contains("290 tokens"), "{reason}");
 }

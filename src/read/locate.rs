@@ -127,6 +127,10 @@ const POSITION_WORDS: &[&str] = &["position", "wpe", "pos_emb", "token_type", "s
 const SHAPE_ONLY_MIN_ROWS: u64 = 1000;
 const SHAPE_ONLY_MIN_ASPECT: u64 = 3;
 
+/// Rows a checkpoint may add to its tokenizer's vocabulary: padded to a multiple of 64 or 128, or
+/// with reserved ids (Phi-2: 50295 tokens, 51200 rows).
+const TOKENIZER_PADDING: u64 = 1024;
+
 /// What a tensor is, by its name.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -216,10 +220,35 @@ pub fn locate(model: &ModelInfo) -> Located {
         .collect();
     let rows = |i: usize| model.tensors[i].matrix().map_or(0, |(r, _)| r);
     let cols = |i: usize| model.tensors[i].matrix().map_or(0, |(_, c)| c);
+    let hints = model.hints;
+    let fits_hidden = |i: usize| hints.hidden_size.is_none_or(|h| cols(i) == h);
+    let hidden_note = hints.hidden_size.map_or(String::new(), |h| format!(" and columns the hidden size {h}"));
     if let Some(v) = model.vocab_size {
-        let with_v: Vec<usize> = unnamed.iter().copied().filter(|&i| rows(i) == v).collect();
+        let with_v: Vec<usize> = unnamed.iter().copied().filter(|&i| rows(i) == v && fits_hidden(i)).collect();
         if let [i] = with_v.as_slice() {
-            return located(*i, format!("rows equal the vocabulary size {v}"));
+            return located(*i, format!("rows equal the vocabulary size {v}{hidden_note}"));
+        }
+    }
+    // A tied model may keep its one token matrix under the output's name: config.json says so.
+    if hints.tied == Some(true) {
+        let fits = |u: usize| model.vocab_size.is_none_or(|v| rows(u) == v) && fits_hidden(u);
+        if let Some(u) = unembedding.filter(|&u| fits(u)) {
+            return Located {
+                embedding: Some(u),
+                reason: format!("{} is tied to the input embedding (config.json: tie_word_embeddings)", name(u)),
+                unembedding: None,
+                candidates: candidates.clone(),
+            };
+        }
+    }
+    if let Some(n) = hints.tokenizer_tokens {
+        let fit: Vec<usize> = unnamed
+            .iter()
+            .copied()
+            .filter(|&i| rows(i) >= n && rows(i) < n.saturating_add(TOKENIZER_PADDING) && fits_hidden(i))
+            .collect();
+        if let [i] = fit.as_slice() {
+            return located(*i, format!("rows match the tokenizer's {n} tokens{hidden_note}"));
         }
     }
     // The file's only matrix (a `.npy`, a bare tensor file) is what the user means.
@@ -229,7 +258,10 @@ pub fn locate(model: &ModelInfo) -> Located {
         }
     }
     if let [i] = unnamed.as_slice() {
-        if rows(*i) >= SHAPE_ONLY_MIN_ROWS && rows(*i) >= SHAPE_ONLY_MIN_ASPECT.saturating_mul(cols(*i)) {
+        if fits_hidden(*i)
+            && rows(*i) >= SHAPE_ONLY_MIN_ROWS
+            && rows(*i) >= SHAPE_ONLY_MIN_ASPECT.saturating_mul(cols(*i))
+        {
             return located(*i, "the only vocabulary-shaped matrix outside the transformer blocks".into());
         }
     }

@@ -20,6 +20,11 @@ pub enum ReadError {
     Unavailable { message: String },
 }
 
+/// Largest JSON side file (shard index, config.json, tokenizer.json) read whole. Real indexes stay
+/// below ~10 MB even for models with tens of thousands of tensors, tokenizers below ~30 MB; anything
+/// larger is not what its name says.
+pub const MAX_JSON_BYTES: u64 = 64 << 20;
+
 /// The part of a source name after the last `/` or `\` (CLI sources are paths; the browser gives
 /// plain names, or relative paths for a dropped folder).
 pub fn base_name(name: &str) -> &str {

@@ -9,8 +9,7 @@ use std::rc::Rc;
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::read::format::set::MAX_JSON_BYTES;
-use crate::read::source::ByteSource;
+use crate::read::source::{ByteSource, MAX_JSON_BYTES};
 
 /// The file name looked for among the dropped files.
 pub const TOKENIZER_FILE: &str = "tokenizer.json";

@@ -402,7 +402,16 @@ pub fn read_gguf_windowed(
             .and_then(|arch| extra.get(&format!("{arch}.vocab_size")))
             .and_then(GgufValue::as_u64)
     };
-    Ok((ModelInfo { format: "gguf".to_string(), tensors, vocab_size, vocab: extra.tokens.clone() }, extra))
+    Ok((
+        ModelInfo {
+            format: "gguf".to_string(),
+            tensors,
+            vocab_size,
+            vocab: extra.tokens.clone(),
+            ..ModelInfo::default()
+        },
+        extra,
+    ))
 }
 
 /// A tensor info as written, before its range is placed in the file.

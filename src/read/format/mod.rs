@@ -186,6 +186,19 @@ impl TensorInfo {
     }
 }
 
+/// What side files say of the input embedding's shape: how [`crate::read::locate`] recognises an
+/// unnamed matrix, never a reason to read more bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShapeHints {
+    /// d_model, from config.json (`hidden_size`, `n_embd` or `d_model`).
+    pub hidden_size: Option<u64>,
+    /// config.json's `tie_word_embeddings`: the output matrix is the input embedding.
+    pub tied: Option<bool>,
+    /// Tokens of a dropped tokenizer.json. Checkpoints pad the embedding to a multiple of 64 or
+    /// 128 rows, so it has at least this many rows, and up to ~1000 more.
+    pub tokenizer_tokens: Option<u64>,
+}
+
 /// What a format reader found in one or more files.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelInfo {
@@ -194,6 +207,9 @@ pub struct ModelInfo {
     pub tensors: Vec<TensorInfo>,
     /// Vocabulary size when the file says so (GGUF tokenizer, config.json).
     pub vocab_size: Option<u64>,
+    /// What a dropped config.json or tokenizer.json says of the embedding's shape.
+    #[serde(default)]
+    pub hints: ShapeHints,
     /// The tokens themselves when the file carries them (GGUF `tokenizer.ggml.tokens`), kept for
     /// views that name tokens; never sent with the tensor list.
     #[serde(default, skip_serializing)]
@@ -322,7 +338,7 @@ pub enum FormatError {
     /// The .npy element type is not one Orthoscope decodes.
     #[error("{file}: .npy dtype '{descr}' is not supported; Orthoscope reads little-endian floats '<f4', '<f2', '<f8' (convert with arr.astype('<f4'))")]
     NpyUnsupportedDtype { file: String, descr: String },
-    /// A JSON side file (shard index, config.json) is larger than [`set::MAX_JSON_BYTES`].
+    /// A JSON side file (shard index, config.json) is larger than [`crate::read::source::MAX_JSON_BYTES`].
     #[error("{file}: {len} bytes, more than the {max}-byte limit for a JSON index or config file (corrupt or not what its name says)")]
     JsonTooLarge { file: String, len: u64, max: u64 },
     /// A `*.safetensors.index.json` is not valid JSON or lacks a `weight_map` of tensor → file names.

@@ -100,8 +100,7 @@ pub fn read_header(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, Fo
     Ok(ModelInfo {
         format: "npy".to_string(),
         tensors: vec![TensorInfo { name: TENSOR_NAME.to_string(), dtype, shape, byte_range: (data_start, end), file }],
-        vocab_size: None,
-        vocab: Vec::new(),
+        ..ModelInfo::default()
     })
 }
 

@@ -68,7 +68,7 @@ pub fn parse_header(
     // File order is the natural order to list tensors in, and the order the tiling is checked in.
     tensors.sort_by_key(|t| t.byte_range);
     check_tiling(name, &tensors, data_start, file_len)?;
-    Ok(ModelInfo { format: "safetensors".to_string(), tensors, vocab_size: None, vocab: Vec::new() })
+    Ok(ModelInfo { format: "safetensors".to_string(), tensors, ..ModelInfo::default() })
 }
 
 /// The format requires the tensors' data to tile the data section exactly: sorted by start, each

@@ -27,12 +27,9 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{gguf, npy, read_model, sniff, FormatError, ModelInfo, TensorInfo};
-use crate::read::source::{base_name, ByteSource};
-
-/// Largest index or config.json read. Real indexes stay below ~10 MB even for models with tens of
-/// thousands of tensors; anything larger is not what its name says.
-pub const MAX_JSON_BYTES: u64 = 64 << 20;
+use super::{gguf, npy, read_model, sniff, FormatError, ModelInfo, ShapeHints, TensorInfo};
+use crate::read::source::{base_name, ByteSource, MAX_JSON_BYTES};
+use crate::read::vocab;
 
 /// Most entries a shard index's `weight_map` may hold. The largest public checkpoints list about
 /// 10⁵ tensors; this leaves room for ten times more than any, and bounds the memory an index costs.
@@ -74,6 +71,8 @@ pub struct ModelSet {
     pub vocab_size: Option<u64>,
     /// Tokens, from a GGUF file that carries them.
     pub vocab: Vec<String>,
+    /// What config.json and tokenizer.json say of the embedding's shape.
+    pub hints: ShapeHints,
     /// Which source was the shard index.
     pub index: Option<usize>,
     /// Shard file names the index (or a `-0000k-of-0000N` name) calls for but that were not given.
@@ -101,6 +100,7 @@ impl ModelSet {
             tensors: self.tensors.clone(),
             vocab_size: self.vocab_size,
             vocab: self.vocab.clone(),
+            hints: self.hints,
         }
     }
 
@@ -162,7 +162,7 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
     };
 
     let mut set = ModelSet { files: files.clone(), index, ..ModelSet::default() };
-    let mut config_vocab = None;
+    let mut config = ConfigHints::default();
     let mut have_config = false;
     for (i, role) in roles.iter().enumerate() {
         let (Some(&source), Some(name)) = (sources.get(i), files.get(i)) else {
@@ -172,9 +172,15 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
             // One config.json is used; a second (from another folder) is ignored, not guessed at.
             Role::Config if !have_config => {
                 have_config = true;
-                config_vocab = read_config_vocab(source, name)?;
+                config = read_config(source, name)?;
             }
             Role::Index(_) if Some(i) == index => {}
+            Role::OtherJson if name.eq_ignore_ascii_case(vocab::TOKENIZER_FILE) => {
+                // Only its size is taken here, and a tokenizer that does not parse is no hint.
+                set.hints.tokenizer_tokens =
+                    vocab::read_tokenizer_json(source).ok().map(|tokens| tokens.len() as u64).filter(|&n| n > 0);
+                set.ignored.push(name.clone());
+            }
             Role::Config | Role::Index(_) | Role::OtherJson => set.ignored.push(name.clone()),
             Role::Candidate => {}
         }
@@ -192,7 +198,9 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
 
     // `ignored` lists files in the order given.
     set.ignored.sort_by_key(|n| files.iter().position(|f| f == n));
-    set.vocab_size = infos.iter().find_map(|(_, info)| info.vocab_size).or(config_vocab);
+    set.vocab_size = infos.iter().find_map(|(_, info)| info.vocab_size).or(config.vocab_size);
+    set.hints.hidden_size = config.hidden_size;
+    set.hints.tied = config.tied;
     set.vocab = infos.iter().map(|(_, info)| &info.vocab).find(|v| !v.is_empty()).cloned().unwrap_or_default();
     set.shards = infos.iter().map(|(i, _)| *i).collect();
     set.format = display_format(&infos, &files, set.missing.len())?;
@@ -359,15 +367,30 @@ impl<'de> Visitor<'de> for WeightMapSeed<'_> {
     }
 }
 
-/// `vocab_size` (or `text_config.vocab_size`, as multimodal configs nest it) of a config.json.
-fn read_config_vocab(source: &dyn ByteSource, name: &str) -> Result<Option<u64>, FormatError> {
+/// What a config.json says of the input embedding (each key also under `text_config`, where
+/// multimodal configs nest the language model's).
+#[derive(Default)]
+struct ConfigHints {
+    vocab_size: Option<u64>,
+    hidden_size: Option<u64>,
+    tied: Option<bool>,
+}
+
+fn read_config(source: &dyn ByteSource, name: &str) -> Result<ConfigHints, FormatError> {
     let bytes = read_json(source, name)?;
     let value: Value = serde_json::from_slice(&bytes)
         .map_err(|e| FormatError::InvalidConfig { file: name.to_string(), reason: format!("invalid JSON: {e}") })?;
-    Ok(value
-        .get("vocab_size")
-        .and_then(Value::as_u64)
-        .or_else(|| value.get("text_config").and_then(|t| t.get("vocab_size")).and_then(Value::as_u64)))
+    let get = |keys: &[&str]| {
+        [Some(&value), value.get("text_config")]
+            .into_iter()
+            .flatten()
+            .find_map(|v| keys.iter().find_map(|k| v.get(*k)).cloned())
+    };
+    Ok(ConfigHints {
+        vocab_size: get(&["vocab_size"]).and_then(|v| v.as_u64()),
+        hidden_size: get(&["hidden_size", "n_embd", "d_model"]).and_then(|v| v.as_u64()),
+        tied: get(&["tie_word_embeddings"]).and_then(|v| v.as_bool()),
+    })
 }
 
 /// The index case: read exactly the shards the index names, and take from each exactly the

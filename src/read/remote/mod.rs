@@ -100,7 +100,7 @@ pub enum RemoteError {
     /// The shard index is not JSON with a `weight_map`, or names only files Orthoscope cannot read.
     #[error("{url}: not a usable shard index: {reason}")]
     BadIndex { url: String, reason: String },
-    /// The index is larger than any real one (`format::set::MAX_JSON_BYTES`).
+    /// The index is larger than any real one (`source::MAX_JSON_BYTES`).
     #[error("{url}: {len} bytes is far more than any shard index needs (at most {max}); is it really an index?")]
     IndexTooLarge { url: String, len: u64, max: u64 },
     /// A shard name that does not resolve to a file in the index's folder.

@@ -11,8 +11,8 @@ use web_sys::{Blob, File};
 
 use super::{cache_demo, cached_demo};
 use crate::read::demo;
-use crate::read::format::set::MAX_JSON_BYTES;
 use crate::read::remote::{self, HfNext, HfRepo, RemoteError};
+use crate::read::source::MAX_JSON_BYTES;
 use crate::read::source::{ByteSource, ReadError, SliceSource};
 use crate::worker::blob_source::BlobSource;
 use crate::worker::http_source::{HttpSource, Traffic};
