@@ -1,7 +1,15 @@
-//! Which tensor is the token embedding, which the unembedding (ARCHITECTURE.md, "read").
+//! Which tensor is the input token embedding, which the output matrix (docs/method.md §1: the
+//! paper's ε is a property of the input embedding only).
 //!
-//! First a table of names used by common architectures, then a shape heuristic. The user can always
-//! override the choice; [`Located::reason`] says why this one was picked.
+//! The input embedding is chosen only when the files make it certain, in this order: a name of
+//! real architectures' checkpoints (with or without a prefix); an unnamed matrix whose rows equal a
+//! vocabulary size the files state (GGUF metadata, config.json), and whose columns equal its
+//! hidden size when stated; the output matrix of a model whose config.json says it is tied; the
+//! rows of a dropped tokenizer.json, within its padding; the file's only matrix; the only matrix
+//! outside the transformer blocks that is clearly V×d. A block weight, a position embedding or an
+//! output matrix is never taken for it otherwise. When nothing is certain, nothing is chosen and
+//! [`Located::reason`] says why; the user can still name any 2-D tensor, labelled as such
+//! ([`TensorRole`]).
 
 use serde::{Deserialize, Serialize};
 
