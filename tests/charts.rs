@@ -15,11 +15,12 @@ use orthoscope::charts::{
     Counted, FrameSpec, HistogramChart, HistogramSeries, Marker, PlotFrame, Scale, Sizes, Theme, YTitle, FORMULA_NAMES,
 };
 use orthoscope::fixtures::synth::{class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::stats::SampledHistogram;
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
 use orthoscope::read::source::SliceSource;
 use orthoscope::result::paper::random_init_bin_fractions;
-use orthoscope::result::report::{significant, HistogramReport, Report};
+use orthoscope::result::report::{significant, Report};
 use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use plotters::prelude::{IntoDrawingArea, SVGBackend};
 
@@ -61,9 +62,9 @@ fn identical_rows() -> Report {
     report(&values, 300, 32)
 }
 
-fn empty_histogram() -> HistogramReport {
+fn empty_histogram() -> SampledHistogram {
     let edges: Vec<f64> = (0..=300).map(|i| -1.0 + 2.0 * i as f64 / 300.0).collect();
-    HistogramReport {
+    SampledHistogram {
         lo: -1.0,
         hi: 1.0,
         edges,

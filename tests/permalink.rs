@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use orthoscope::fixtures::synth::{self, class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::stats::SampledHistogram;
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
 use orthoscope::read::source::{ByteSource, SliceSource};
@@ -17,7 +18,7 @@ use orthoscope::result::permalink::{
     decode, encode, is_permalink, pack, Compact, PermalinkError, COUNT_LEVELS, FORMAT_VERSION, MAX_FRAGMENT_CHARS,
     MAX_INFLATED_BYTES, MAX_TEXT_CHARS,
 };
-use orthoscope::result::report::{HistogramReport, Report};
+use orthoscope::result::report::Report;
 use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::run::job::Job;
 use proptest::prelude::*;
@@ -61,7 +62,7 @@ fn small() -> &'static Report {
 /// The bound documented on `permalink::quantise_counts`: |decoded − original| ≤ step/2 + 1 for a
 /// count ≥ step/2, ≤ step for a smaller non-zero one (raised to the lowest level), with
 /// step = largest / min(largest, 65535): exact while the largest bin is at most 65535.
-fn histogram_within_bound(name: &str, got: &HistogramReport, want: &HistogramReport) {
+fn histogram_within_bound(name: &str, got: &SampledHistogram, want: &SampledHistogram) {
     assert_eq!(got.counts.len(), want.counts.len(), "{name}: bin count");
     let largest = want.counts.iter().copied().max().unwrap_or(0);
     let step = largest as f64 / largest.clamp(1, COUNT_LEVELS) as f64;

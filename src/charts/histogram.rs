@@ -10,14 +10,15 @@ use super::layout::{
     zero_based_axis, Frame, LegendItem, Pen, Side, Sizes, Swatch, BAND_ALPHA,
 };
 use super::{canvas_sizes, fill_background, ChartError, ChartText, Theme};
+use crate::pass::stats::SampledHistogram;
 use crate::result::paper::random_init_bin_fractions;
-use crate::result::report::{significant, HistogramReport, Report};
+use crate::result::report::{significant, Report};
 
 /// One histogram of an overlay.
 #[derive(Clone, Debug)]
 pub struct HistogramSeries<'a> {
     pub label: String,
-    pub hist: &'a HistogramReport,
+    pub hist: &'a SampledHistogram,
 }
 
 /// A vertical marker.
@@ -154,7 +155,7 @@ fn plain(x: f64) -> String {
 }
 
 /// % of the histogram's pairs in each bin (all zero when it holds no pairs).
-fn percents(h: &HistogramReport) -> Vec<f64> {
+fn percents(h: &SampledHistogram) -> Vec<f64> {
     let total = h.pairs_in_histogram;
     h.counts.iter().map(|&c| if total == 0 { 0.0 } else { 100.0 * c as f64 / total as f64 }).collect()
 }

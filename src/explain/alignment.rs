@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::pass::stats::{Histogram, HistogramReport, HISTOGRAM_BINS};
+use crate::pass::stats::{Histogram, SampledHistogram, HISTOGRAM_BINS};
 use crate::read::matrix::{Matrix, MatrixError};
 
 /// Said wherever these numbers are shown.
@@ -26,7 +26,7 @@ pub struct TokenAlignment {
     pub min: f64,
     pub max: f64,
     /// Over [−1, 1], 300 bins, one count per token.
-    pub histogram: HistogramReport,
+    pub histogram: SampledHistogram,
     pub note: String,
 }
 
@@ -92,7 +92,7 @@ pub fn token_alignment(embedding: &Matrix, unembedding: &Matrix) -> Result<Token
         sigma,
         min,
         max,
-        histogram: HistogramReport::new(&hist, n, n),
+        histogram: SampledHistogram::new(&hist, n, n),
         note: ALIGNMENT_NOTE.to_string(),
     })
 }

@@ -389,10 +389,11 @@ impl Histogram {
     }
 }
 
-/// A histogram as reported: its bins and counts, with how many pairs (or, for the per-token
-/// alignment, tokens) and rows it holds.
+/// A histogram of a sample, as the views and the Report carry it: its bins and counts, with how
+/// many pairs (or, for the per-token alignment, tokens) and rows it holds. The pass and the
+/// explain layer both make one, so it lives here with [`Histogram`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HistogramReport {
+pub struct SampledHistogram {
     pub lo: f64,
     pub hi: f64,
     pub edges: Vec<f64>,
@@ -404,7 +405,7 @@ pub struct HistogramReport {
     pub rows_in_histogram: u64,
 }
 
-impl HistogramReport {
+impl SampledHistogram {
     pub fn new(h: &Histogram, pairs: u64, rows: u64) -> Self {
         Self {
             lo: h.lo,

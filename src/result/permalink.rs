@@ -44,10 +44,8 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use crate::pass::estimate;
-use crate::pass::stats::Histogram;
-use crate::result::report::{
-    HistogramReport, Report, UnembeddingReport, CAPACITY_CAVEAT, SCHEMA_VERSION, UNEMBEDDING_NOTE,
-};
+use crate::pass::stats::{Histogram, SampledHistogram};
+use crate::result::report::{Report, UnembeddingReport, CAPACITY_CAVEAT, SCHEMA_VERSION, UNEMBEDDING_NOTE};
 
 /// Fragment key: a permalink's fragment is "#r=<version>.<base64url payload>".
 pub const FRAGMENT_KEY: &str = "r";
@@ -517,7 +515,7 @@ impl CompactUnembedding {
 }
 
 impl CompactHistogram {
-    pub fn from_report(h: &HistogramReport) -> Self {
+    pub fn from_report(h: &SampledHistogram) -> Self {
         let (largest, levels) = quantise_counts(&h.counts);
         let first = levels.iter().position(|&q| q > 0).unwrap_or(levels.len());
         let last = levels.iter().rposition(|&q| q > 0).map_or(first, |i| i + 1);
@@ -546,7 +544,7 @@ impl CompactHistogram {
         }
     }
 
-    fn into_report(self, name: &'static str) -> Result<HistogramReport, PermalinkError> {
+    fn into_report(self, name: &'static str) -> Result<SampledHistogram, PermalinkError> {
         let implausible = |value: String| Err(PermalinkError::Implausible { field: name, value });
         if !(self.lo.is_finite() && self.hi.is_finite() && self.lo < self.hi) {
             return implausible(format!("range [{}, {}]", self.lo, self.hi));
@@ -586,7 +584,7 @@ impl CompactHistogram {
         for (slot, c) in counts.iter_mut().skip(self.first as usize).zip(dequantise_counts(self.largest, &levels)) {
             *slot = c;
         }
-        Ok(HistogramReport {
+        Ok(SampledHistogram {
             lo: self.lo,
             hi: self.hi,
             edges,

@@ -10,7 +10,7 @@ use crate::explain::centred::Centred;
 use crate::explain::geometry::Geometry;
 use crate::pass::estimate::{self, Capacities, Class, Z_95};
 // Where the views and the Report JSON find it; it lives with the histogram it reports.
-pub use crate::pass::stats::HistogramReport;
+use crate::pass::stats::SampledHistogram;
 use crate::pass::stats::{Moments, PairSample, RowCounts, TopPair};
 
 /// Version of the JSON layout below.
@@ -67,8 +67,8 @@ pub struct Report {
     /// False when ε ≥ 0.1: the paper prints "indeterminate".
     pub capacity_determinate: bool,
     pub class: Class,
-    pub histogram: HistogramReport,
-    pub histogram_zoom: HistogramReport,
+    pub histogram: SampledHistogram,
+    pub histogram_zoom: SampledHistogram,
     /// Wall time of the analysis, measured by the caller.
     pub timing_ms: f64,
     /// How many workers (browser) or threads (CLI) shared the pass (`pass`); 1 in reports made
@@ -188,8 +188,8 @@ impl Report {
             log10_capacity: estimate::capacities(p.dim, eps),
             capacity_determinate: estimate::capacity_determinate(eps),
             class: estimate::class(eps),
-            histogram: HistogramReport::new(&p.sample.full, p.sample.pairs, hist_rows),
-            histogram_zoom: HistogramReport::new(&p.sample.zoom, p.sample.pairs, hist_rows),
+            histogram: SampledHistogram::new(&p.sample.full, p.sample.pairs, hist_rows),
+            histogram_zoom: SampledHistogram::new(&p.sample.zoom, p.sample.pairs, hist_rows),
             timing_ms: p.timing_ms,
             workers: p.workers,
             kernel: p.kernel,
@@ -233,7 +233,7 @@ pub struct UnembeddingReport {
     /// Pairwise cosines among the unembedding's sampled rows (paper Fig. 10): not the paper's ε.
     /// Not carried in a permalink.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub histogram: Option<HistogramReport>,
+    pub histogram: Option<SampledHistogram>,
     /// Cosine of each token's embedding and unembedding rows (paper Fig. 9), over every token,
     /// when both matrices have the same shape and the pass was exact. Not carried in a permalink.
     #[serde(skip_serializing_if = "Option::is_none", default)]

@@ -10,7 +10,7 @@ use plotters_canvas::CanvasBackend;
 use wasm_bindgen::JsCast;
 
 use crate::charts::{self, ChartText, Counted, HistogramChart, HistogramSeries, Marker, Theme};
-use crate::result::report::HistogramReport;
+use crate::pass::stats::SampledHistogram;
 
 /// Page-wide facts about the screen every chart redraws on: its colour scheme and its layout (the
 /// device pixel ratio is read at each redraw).
@@ -38,7 +38,7 @@ pub enum ChartSpec {
     /// Histograms of pairwise cosines (paper Fig. 1/2), one or several overlaid.
     Histogram {
         title: String,
-        series: Vec<(String, HistogramReport)>,
+        series: Vec<(String, SampledHistogram)>,
         markers: Vec<Marker>,
         /// The random-init reference curve (fraction of pairs per bin) for the same d.
         reference: Option<(String, Vec<f64>)>,
@@ -86,7 +86,7 @@ pub fn svg_of(spec: &ChartSpec, theme: &Theme, width: u32, height: u32) -> Resul
 
 fn histogram_chart<'a>(
     title: &str,
-    series: &'a [(String, HistogramReport)],
+    series: &'a [(String, SampledHistogram)],
     markers: &[Marker],
     reference: &Option<(String, Vec<f64>)>,
     counted: Counted,

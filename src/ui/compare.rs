@@ -9,13 +9,14 @@ use super::geometry::{missing_reason, reading};
 use super::result::{class_name, headline_capacity};
 use super::session::Entry;
 use crate::charts::Counted;
+use crate::pass::stats::SampledHistogram;
 use crate::result::paper;
-use crate::result::report::{group_digits, model_name, significant, HistogramReport};
+use crate::result::report::{group_digits, model_name, significant};
 
 fn overlay_spec(entries: &[Entry], zoom: bool) -> ChartSpec {
     let chosen: Vec<&Entry> = entries.iter().filter(|e| e.overlay).collect();
     let pick = |e: &Entry| if zoom { e.report.histogram_zoom.clone() } else { e.report.histogram.clone() };
-    let series: Vec<(String, HistogramReport)> = chosen
+    let series: Vec<(String, SampledHistogram)> = chosen
         .iter()
         .map(|e| {
             (

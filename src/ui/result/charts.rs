@@ -4,8 +4,9 @@
 use leptos::prelude::*;
 
 use crate::charts::Counted;
+use crate::pass::stats::SampledHistogram;
 use crate::result::paper;
-use crate::result::report::{group_digits, model_name, HistogramReport, Report};
+use crate::result::report::{group_digits, model_name, Report};
 use crate::ui::chart::{mu_epsilon_markers, ChartCanvas, ChartSpec};
 
 /// The two histograms of pairwise cosines (paper Fig. 1/2): the full range and a zoom on the bulk,
@@ -21,7 +22,7 @@ pub fn Histograms(
     let r = report;
     let model = model_name(&r.file, r.source_url.as_deref());
     let markers = mu_epsilon_markers(r.mu, r.epsilon, r.epsilon_ci);
-    let reference = |h: &HistogramReport| {
+    let reference = |h: &SampledHistogram| {
         Some((format!("random init, d = {}", r.dim), paper::random_init_bin_fractions(r.dim, &h.edges)))
     };
     let full = ChartSpec::Histogram {
