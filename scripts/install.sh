@@ -23,6 +23,8 @@ command -v chromium >/dev/null || need_apt+=(chromium)
 command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
 command -v wasm2wat >/dev/null || need_apt+=(wabt)
 command -v python3 >/dev/null || need_apt+=(python3)
+# Mesa's lavapipe: a software Vulkan adapter, so the GPU Gram pass's tests run on any machine.
+compgen -G "/usr/share/vulkan/icd.d/lvp_icd*.json" >/dev/null || need_apt+=(mesa-vulkan-drivers)
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 2 (and .ci/run): every test there is, on a fresh machine.
-#   1. native unit and integration tests of the pure core (cargo test);
+#   1. native unit and integration tests of the pure core (cargo test), and the GPU Gram pass on
+#      Mesa's lavapipe (cargo feature gpu);
 #   2. wasm tests in headless Chromium (SIMD kernels, Blob reading in a worker, kernel benchmark);
 #   3. the release build of the page (trunk), with a check that the worker really contains simd128,
 #      and the end-to-end tests' build with the crash hooks (target/e2e-dist);
@@ -14,6 +15,10 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "native tests"
 cargo test --locked
+
+step "the GPU Gram pass (WGSL through wgpu) on Mesa's software Vulkan adapter"
+# wgpu wants a private runtime directory; lavapipe is the adapter a machine without a GPU has.
+XDG_RUNTIME_DIR=$(mktemp -d) WGPU_BACKEND=vulkan cargo test --locked --features "gpu fixtures" --test gpu_gram
 
 step "wasm tests in headless Chromium"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
@@ -53,7 +58,7 @@ node --test --test-concurrency=1 tests/e2e/
 
 step "formatting and clippy"
 cargo fmt --check
-cargo clippy --locked --all-targets --features fixtures -- -D warnings
+cargo clippy --locked --all-targets --features "fixtures gpu" -- -D warnings
 cargo clippy --locked --release --target wasm32-unknown-unknown --lib --bins -- -D warnings
 cargo clippy --locked --release --target wasm32-unknown-unknown --lib --bins --features relaxed-simd -- -D warnings
 cargo clippy --locked --release --target wasm32-unknown-unknown --lib --bins --features test-hooks -- -D warnings

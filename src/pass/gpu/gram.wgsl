@@ -1,0 +1,387 @@
+// The exact pass's Gram sums on the GPU (docs/method.md §1), three entry points run per block of rows:
+//
+// - `prep`: one invocation per row. Drops zero and non-finite rows, scales the row by a power of two
+//   (exact), normalises it, subtracts the centre c and writes w = u − c (zeros for dropped rows and
+//   padding), with ‖c + w‖² and ‖c + w‖⁴ of the row the Gram matrix will hold.
+// - `sums`: one invocation per dimension (plus one for the scalars): s_w = Σw, Σ‖v‖², Σ‖v‖⁴, counts.
+// - `gram`: 16×16 tiles of the upper triangle of W = Σ w wᵀ, summed in f32 over at most K rows, then
+//   folded into the band's accumulator.
+//
+// WGSL has no f64. Every accumulator here is a 96-bit two's-complement fixed-point number (three u32
+// words, low first, 48 fractional bits): f32 partial sums and exact f32 products are added to it with
+// integer arithmetic only, so the result does not depend on the order of blocks or on whether the
+// shader compiler reassociates or fuses float operations (an error-free two-float sum would).
+
+struct Block {
+    dim: u32,        // d
+    dim_padded: u32, // d rounded up to the tile
+    rows: u32,       // rows in this block (≤ capacity)
+    capacity: u32,   // rows the block buffers hold
+}
+
+struct Band {
+    first: u32,  // first dimension a0 of the band (a multiple of TILE)
+    width: u32,  // columns stored per band row: dim_padded − first
+    height: u32, // rows of G in the band (a multiple of TILE)
+    _pad: u32,
+}
+
+const TILE: u32 = 16u;
+// Rows summed in f32 before a fold (as the CPU kernel's MAX_CHUNK_ROWS).
+const K: u32 = 64u;
+const FRAC_BITS: i32 = 48;
+// Per-row record: fate, ‖v‖² (3 words), ‖v‖⁴ (3 words).
+const ROW_WORDS: u32 = 7u;
+const KEPT: u32 = 0u;
+const ZERO: u32 = 1u;
+const NON_FINITE: u32 = 2u;
+const EMPTY: u32 = 3u;
+
+@group(0) @binding(0) var<uniform> block: Block;
+@group(0) @binding(1) var<storage, read> raw: array<f32>;
+@group(0) @binding(2) var<storage, read> centre: array<f32>;
+@group(0) @binding(3) var<storage, read_write> centred: array<f32>;
+@group(0) @binding(4) var<storage, read_write> row_stats: array<u32>;
+
+// ---- 96-bit fixed point ----
+
+fn add96(a: vec3<u32>, b: vec3<u32>) -> vec3<u32> {
+    let x = a.x + b.x;
+    let c0 = select(0u, 1u, x < a.x);
+    let y1 = a.y + b.y;
+    let c1 = select(0u, 1u, y1 < a.y);
+    let y = y1 + c0;
+    let c2 = select(0u, 1u, y < y1);
+    return vec3<u32>(x, y, a.z + b.z + c1 + c2);
+}
+
+fn neg96(a: vec3<u32>) -> vec3<u32> {
+    return add96(~a, vec3<u32>(1u, 0u, 0u));
+}
+
+// WGSL takes shift amounts modulo 32, so whole words and zero shifts are handled apart.
+fn shl96(x: vec3<u32>, n: u32) -> vec3<u32> {
+    if (n >= 96u) {
+        return vec3<u32>(0u);
+    }
+    var v = x;
+    var k = n;
+    if (k >= 64u) {
+        v = vec3<u32>(0u, 0u, v.x);
+        k -= 64u;
+    } else if (k >= 32u) {
+        v = vec3<u32>(0u, v.x, v.y);
+        k -= 32u;
+    }
+    if (k == 0u) {
+        return v;
+    }
+    return vec3<u32>(v.x << k, (v.y << k) | (v.x >> (32u - k)), (v.z << k) | (v.y >> (32u - k)));
+}
+
+fn shr96(x: vec3<u32>, n: u32) -> vec3<u32> {
+    if (n >= 96u) {
+        return vec3<u32>(0u);
+    }
+    var v = x;
+    var k = n;
+    if (k >= 64u) {
+        v = vec3<u32>(v.z, 0u, 0u);
+        k -= 64u;
+    } else if (k >= 32u) {
+        v = vec3<u32>(v.y, v.z, 0u);
+        k -= 32u;
+    }
+    if (k == 0u) {
+        return v;
+    }
+    return vec3<u32>((v.x >> k) | (v.y << (32u - k)), (v.y >> k) | (v.z << (32u - k)), v.z >> k);
+}
+
+// magnitude · 2^exponent as fixed point, rounded to the nearest quantum (2^-48), with a sign.
+fn to_fixed(magnitude: vec3<u32>, exponent: i32, negative: bool) -> vec3<u32> {
+    let p = exponent + FRAC_BITS;
+    var v: vec3<u32>;
+    if (p >= 0) {
+        v = shl96(magnitude, u32(p));
+    } else {
+        let n = u32(-p);
+        if (n >= 96u) {
+            return vec3<u32>(0u);
+        }
+        v = shr96(add96(magnitude, shl96(vec3<u32>(1u, 0u, 0u), n - 1u)), n);
+    }
+    return select(v, neg96(v), negative);
+}
+
+// An f32 as (integer mantissa, exponent), from its bits: subnormals stay exact (the GPU may flush
+// them in arithmetic, never in integer code).
+fn mantissa(bits: u32) -> u32 {
+    let e = (bits >> 23u) & 0xffu;
+    return select((bits & 0x7fffffu) | 0x800000u, bits & 0x7fffffu, e == 0u);
+}
+
+fn exponent(bits: u32) -> i32 {
+    let e = (bits >> 23u) & 0xffu;
+    return select(i32(e) - 150, -149, e == 0u);
+}
+
+fn fixed_of(x: f32) -> vec3<u32> {
+    let bits = bitcast<u32>(x);
+    return to_fixed(vec3<u32>(mantissa(bits), 0u, 0u), exponent(bits), (bits >> 31u) != 0u);
+}
+
+// x·y exactly (a 48-bit product of the two mantissas) as fixed point.
+fn fixed_product(x: f32, y: f32) -> vec3<u32> {
+    let bx = bitcast<u32>(x);
+    let by = bitcast<u32>(y);
+    let mx = mantissa(bx);
+    let my = mantissa(by);
+    let xl = mx & 0xffffu;
+    let xh = mx >> 16u;
+    let yl = my & 0xffffu;
+    let yh = my >> 16u;
+    let lo = xl * yl;
+    let mid = xh * yl + xl * yh;
+    let low = lo + (mid << 16u);
+    let carry = select(0u, 1u, low < lo);
+    let high = xh * yh + (mid >> 16u) + carry;
+    let negative = ((bx ^ by) >> 31u) != 0u;
+    return to_fixed(vec3<u32>(low, high, 0u), exponent(bx) + exponent(by), negative);
+}
+
+// The f32 nearest below |v| (24 leading bits, truncated), with v's sign.
+fn f32_of(v: vec3<u32>) -> f32 {
+    let negative = (v.z >> 31u) != 0u;
+    let m = select(v, neg96(v), negative);
+    var top: i32;
+    if (m.z != 0u) {
+        top = 95 - i32(countLeadingZeros(m.z));
+    } else if (m.y != 0u) {
+        top = 63 - i32(countLeadingZeros(m.y));
+    } else if (m.x != 0u) {
+        top = 31 - i32(countLeadingZeros(m.x));
+    } else {
+        return 0.0;
+    }
+    var bits: u32;
+    if (top >= 23) {
+        bits = shr96(m, u32(top - 23)).x;
+    } else {
+        bits = shl96(m, u32(23 - top)).x;
+    }
+    // m·2^-48 with its leading bit at `top`: biased exponent top − 48 + 127.
+    let biased = u32(top + 79);
+    let sign = select(0u, 0x80000000u, negative);
+    return bitcast<f32>(sign | (biased << 23u) | (bits & 0x7fffffu));
+}
+
+// v as hi + lo, two f32 (about 48 significant bits).
+fn split(v: vec3<u32>) -> vec2<f32> {
+    let hi = f32_of(v);
+    let lo = f32_of(add96(v, neg96(fixed_of(hi))));
+    return vec2<f32>(hi, lo);
+}
+
+// x · 2^k built from bits (exact; 0 if the result would be subnormal: below 2^-126 of a row whose
+// largest entry is scaled to [1, 2), it cannot move a cosine).
+fn scaled(x: f32, k: i32) -> f32 {
+    let bits = bitcast<u32>(x);
+    let m = mantissa(bits);
+    if (m == 0u) {
+        return 0.0;
+    }
+    let top = 31 - i32(countLeadingZeros(m));
+    let shift = u32(23 - top);
+    let biased = exponent(bits) + k - (23 - top) + 150;
+    if (biased < 1) {
+        return 0.0;
+    }
+    return bitcast<f32>((bits & 0x80000000u) | (u32(biased) << 23u) | ((m << shift) & 0x7fffffu));
+}
+
+fn store_row(r: u32, fate: u32, n2: vec3<u32>, n4: vec3<u32>) {
+    let o = r * ROW_WORDS;
+    row_stats[o] = fate;
+    row_stats[o + 1u] = n2.x;
+    row_stats[o + 2u] = n2.y;
+    row_stats[o + 3u] = n2.z;
+    row_stats[o + 4u] = n4.x;
+    row_stats[o + 5u] = n4.y;
+    row_stats[o + 6u] = n4.z;
+}
+
+fn clear_row(r: u32) {
+    for (var a = 0u; a < block.dim_padded; a++) {
+        centred[r * block.dim_padded + a] = 0.0;
+    }
+}
+
+@compute @workgroup_size(64)
+fn prep(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let r = gid.x;
+    if (r >= block.capacity) {
+        return;
+    }
+    let z = vec3<u32>(0u);
+    if (r >= block.rows) {
+        clear_row(r);
+        store_row(r, EMPTY, z, z);
+        return;
+    }
+    let d = block.dim;
+    let base = r * d;
+    // Finiteness and the largest |x|, on the bits (integer order is float order for |x|).
+    var largest = 0u;
+    var finite = true;
+    for (var a = 0u; a < d; a++) {
+        let bits = bitcast<u32>(raw[base + a]) & 0x7fffffffu;
+        finite = finite && (bits & 0x7f800000u) != 0x7f800000u;
+        largest = max(largest, bits);
+    }
+    if (!finite || largest == 0u) {
+        clear_row(r);
+        store_row(r, select(ZERO, NON_FINITE, !finite), z, z);
+        return;
+    }
+    // Scale so that the largest entry is in [1, 2): no overflow or underflow in what follows.
+    let lm = mantissa(largest);
+    let k = -(exponent(largest) + 31 - i32(countLeadingZeros(lm)));
+    // ‖y‖² exactly, then 1/‖y‖ to within an f32 rounding: inverseSqrt (2 ulp in Vulkan and WebGPU)
+    // and one Newton step whose residual 1 − ‖y‖²r² is formed exactly. A systematic error in r
+    // would shift every cosine by the same factor and μ by 2μ times it (docs/method.md §1's 1e-7).
+    var norm2 = vec3<u32>(0u);
+    for (var a = 0u; a < d; a++) {
+        let y = scaled(raw[base + a], k);
+        norm2 = add96(norm2, fixed_product(y, y));
+    }
+    let n = split(norm2);
+    let r0 = inverseSqrt(n.x);
+    let p = split(add96(fixed_product(n.x, r0), fixed_product(n.y, r0)));
+    let q = add96(fixed_product(p.x, r0), fixed_product(p.y, r0));
+    // 1 is 2^48 in fixed point: bit 16 of the middle word.
+    let residual = f32_of(add96(vec3<u32>(0u, 0x10000u, 0u), neg96(q)));
+    let r1 = r0 + 0.5 * r0 * residual;
+    // w = u − c, and ‖c + w‖² exactly: the row whose outer product W + (centre terms) holds.
+    var v2 = vec3<u32>(0u);
+    let dst = r * block.dim_padded;
+    for (var a = 0u; a < d; a++) {
+        let u = scaled(raw[base + a], k) * r1;
+        let c = centre[a];
+        let w = u - c;
+        centred[dst + a] = w;
+        v2 = add96(v2, add96(fixed_product(c, c), add96(fixed_product(2.0 * c, w), fixed_product(w, w))));
+    }
+    for (var a = d; a < block.dim_padded; a++) {
+        centred[dst + a] = 0.0;
+    }
+    let h = split(v2);
+    let v4 = add96(fixed_product(h.x, h.x), add96(fixed_product(2.0 * h.x, h.y), fixed_product(h.y, h.y)));
+    store_row(r, KEPT, v2, v4);
+}
+
+// ---- sums: s_w, Σ‖v‖², Σ‖v‖⁴ and the counts, added to the running totals ----
+// Layout of `totals` (u32 words): s_w as dim_padded fixed numbers, then Σ‖v‖², Σ‖v‖⁴ (fixed), then
+// kept, zero, non-finite counts (u32: up to 2^32 − 1 rows, far above any vocabulary).
+
+@group(0) @binding(5) var<storage, read_write> totals: array<u32>;
+
+fn add_total(i: u32, v: vec3<u32>) {
+    let o = 3u * i;
+    let t = add96(vec3<u32>(totals[o], totals[o + 1u], totals[o + 2u]), v);
+    totals[o] = t.x;
+    totals[o + 1u] = t.y;
+    totals[o + 2u] = t.z;
+}
+
+@compute @workgroup_size(64)
+fn sums(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    let dp = block.dim_padded;
+    if (i < dp) {
+        var s = vec3<u32>(0u);
+        for (var r = 0u; r < block.rows; r++) {
+            s = add96(s, fixed_of(centred[r * dp + i]));
+        }
+        add_total(i, s);
+    } else if (i == dp) {
+        var n2 = vec3<u32>(0u);
+        var n4 = vec3<u32>(0u);
+        var counts = vec3<u32>(0u);
+        for (var r = 0u; r < block.rows; r++) {
+            let o = r * ROW_WORDS;
+            let fate = row_stats[o];
+            if (fate == KEPT) {
+                n2 = add96(n2, vec3<u32>(row_stats[o + 1u], row_stats[o + 2u], row_stats[o + 3u]));
+                n4 = add96(n4, vec3<u32>(row_stats[o + 4u], row_stats[o + 5u], row_stats[o + 6u]));
+                counts.x += 1u;
+            } else if (fate == ZERO) {
+                counts.y += 1u;
+            } else if (fate == NON_FINITE) {
+                counts.z += 1u;
+            }
+        }
+        add_total(dp, n2);
+        add_total(dp + 1u, n4);
+        let o = 3u * (dp + 2u);
+        totals[o] += counts.x;
+        totals[o + 1u] += counts.y;
+        totals[o + 2u] += counts.z;
+    }
+}
+
+// ---- gram: one band of the upper triangle of W ----
+// `band_values` holds band.height rows of band.width fixed numbers: entry (a, b), a0 ≤ a < a0 + height,
+// a0 ≤ b < dim_padded, at 3·((a − a0)·width + (b − a0)).
+
+@group(1) @binding(0) var<uniform> band: Band;
+@group(1) @binding(1) var<storage, read_write> band_values: array<u32>;
+
+var<workgroup> tile_a: array<array<f32, 16>, 64>;
+var<workgroup> tile_b: array<array<f32, 16>, 64>;
+
+@compute @workgroup_size(16, 16)
+fn gram(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let ta = band.first / TILE + wid.y;
+    let tb = wid.x;
+    // Whole workgroups below the diagonal have nothing to do (uniform: the ids are per workgroup).
+    if (tb < ta) {
+        return;
+    }
+    let dp = block.dim_padded;
+    let a0 = ta * TILE;
+    let b0 = tb * TILE;
+    var total = vec3<u32>(0u);
+    for (var r0 = 0u; r0 < block.rows; r0 += K) {
+        // 256 invocations load K×16 values of each operand, four each.
+        for (var j = 0u; j < 4u; j++) {
+            let e = li + 256u * j;
+            let rr = e / TILE;
+            let col = e % TILE;
+            let row = r0 + rr;
+            var xa = 0.0;
+            var xb = 0.0;
+            if (row < block.rows) {
+                xa = centred[row * dp + a0 + col];
+                xb = centred[row * dp + b0 + col];
+            }
+            tile_a[rr][col] = xa;
+            tile_b[rr][col] = xb;
+        }
+        workgroupBarrier();
+        var acc = 0.0;
+        for (var rr = 0u; rr < K; rr++) {
+            acc += tile_a[rr][lid.y] * tile_b[rr][lid.x];
+        }
+        workgroupBarrier();
+        total = add96(total, fixed_of(acc));
+    }
+    let a = a0 + lid.y;
+    let b = b0 + lid.x;
+    let o = 3u * ((a - band.first) * band.width + (b - band.first));
+    let t = add96(vec3<u32>(band_values[o], band_values[o + 1u], band_values[o + 2u]), total);
+    band_values[o] = t.x;
+    band_values[o + 1u] = t.y;
+    band_values[o + 2u] = t.z;
+}
