@@ -47,8 +47,9 @@ pub(super) async fn analyze(task: Task, tensor: Option<String>, workers: u32) ->
     let options = JobOptions { tensor_bytes_only: opened.url.is_some() };
     let (mut job, found) = match Job::open_with(opened.sources.clone(), tensor.as_deref(), config, options) {
         Ok(opened) => opened,
-        // No input embedding: nothing runs; the page offers the tensors and says why.
-        Err(e @ Error::Locate(LocateError::NoInputEmbedding { .. })) => {
+        // No input embedding but matrices to choose from: nothing runs; the page offers them and
+        // says why. With no matrix at all there is nothing to choose: an error.
+        Err(e @ Error::Locate(LocateError::NoInputEmbedding { .. })) if has_candidates(&e) => {
             let survey = Opened::survey(&opened.sources).map_err(|e| e.to_string())?;
             post(run, Response::Choose { opened: survey, message: e.to_string() });
             return Ok(());
@@ -198,4 +199,9 @@ pub(super) async fn run_centred(run: u64) -> Result<(), String> {
     }
     post(run, Response::Centred(pass.result().map_err(|e| e.to_string())?));
     Ok(())
+}
+
+/// Whether a refusal leaves 2-D tensors the user could choose.
+fn has_candidates(e: &Error) -> bool {
+    matches!(e, Error::Locate(LocateError::NoInputEmbedding { candidates, .. }) if !candidates.is_empty())
 }
