@@ -635,7 +635,7 @@ fn header_offsets_near_u64_max_are_past_eof_not_an_overflow() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Past 4 GiB: u64 offsets all the way (the upstream safetensors crate's issue 817)
+// Past 4 GiB: u64 offsets all the way (the safetensors crate keeps them in usize)
 // ---------------------------------------------------------------------------------------------
 
 const GIB: u64 = 1 << 30;

@@ -219,17 +219,11 @@ pub fn eigenvalues_scaled(
     Ok((eigenvalues, now_ms() - started))
 }
 
-/// Milliseconds from an arbitrary origin (std's clock panics in wasm32-unknown-unknown).
+/// Milliseconds from an arbitrary origin: the kernel's clock, which the browser worker sets from
+/// `performance.now()` (std's clock panics in wasm32-unknown-unknown), so the core names no
+/// browser crate. Without a clock the eigen step's time reads 0.
 fn now_ms() -> f64 {
-    #[cfg(target_arch = "wasm32")]
-    {
-        js_sys::Date::now()
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use std::time::{SystemTime, UNIX_EPOCH};
-        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-    }
+    crate::pass::kernel::bench::now_ms().unwrap_or(0.0)
 }
 
 /// The spectrum of G/V and the coordinates that carry μ, from a finished pass's accumulator

@@ -2,7 +2,7 @@
 //!
 //! Written by hand rather than taken from the `safetensors` crate: its `Metadata` keeps offsets and
 //! sizes in `usize`, which on wasm32 overflows for tensors of 2³² bits or more and cannot address
-//! data past 4 GiB (upstream issue 817). Here every offset is `u64`, every sum is checked, and the
+//! data past 4 GiB. Here every offset is `u64`, every sum is checked, and the
 //! crate stays in dev-dependencies as the oracle our parser is tested against.
 //!
 //! Layout: 8-byte little-endian header length `n`, `n` bytes of JSON mapping tensor names to
