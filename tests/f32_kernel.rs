@@ -175,7 +175,7 @@ fn report(values: &[f32], dim: usize, precision: Precision) -> Report {
     };
     let config = AnalysisConfig { precision, ..AnalysisConfig::default() };
     let analysis = Analysis::new(Box::new(source), tensor, origin, config).expect("analysis set up");
-    analysis.run(&mut |_| {}).expect("analysis runs").report(0.0).expect("report")
+    analysis.run().expect("analysis runs").report(0.0).expect("report")
 }
 
 #[test]
@@ -322,6 +322,8 @@ fn f32_and_f64_paths_share_mu(centred: bool) {
             g.add_unit_rows(chunk);
         }
     }
+    // The f32 rows wait for a whole batch; G and its entries are read after a flush.
+    a.flush();
     let (ma, mb) = (a.moments().expect("moments"), b.moments().expect("moments"));
     assert_eq!(ma.mu, mb.mu, "μ comes from the f64 unit rows on both paths (centred: {centred})");
     let entry = |a: usize, b: usize| (0..300).map(|r| wide[r * d + a] * wide[r * d + b]).sum::<f64>();
@@ -339,10 +341,168 @@ fn print_native_kernel_speeds() {
     use orthoscope::pass::kernel::bench;
     let peak = bench::peak_f32x4_gflops(200_000_000, false).expect("clock");
     for dim in [1024, 4096] {
-        let f32_gflops = bench::gram_gflops(dim, 512, Precision::F32).expect("clock");
+        let f32_gflops = bench::gram_gflops(dim, 1024, Precision::F32).expect("clock");
+        // One 64-row chunk per call: G streams through memory on every call, as before batches.
+        let per_chunk = bench::gram_f32_gflops(dim, 1024, MAX_CHUNK_ROWS).expect("clock");
         let f64_gflops = bench::gram_gflops(dim, 512, Precision::F64).expect("clock");
         eprintln!(
-            "native d={dim}: f32 Gram {f32_gflops:.1} GFLOP/s, f64 Gram {f64_gflops:.1} GFLOP/s, f32x4 mul+add peak loop {peak:.1}"
+            "native d={dim}: f32 Gram {f32_gflops:.1} GFLOP/s (per 64-row call {per_chunk:.1}), f64 Gram \
+             {f64_gflops:.1} GFLOP/s, f32x4 mul+add peak loop {peak:.1}"
         );
     }
+}
+
+/// G summed entry by entry as the f32 kernel defines it, written here without tiles or blocks:
+/// for each chunk of `MAX_CHUNK_ROWS` rows, Σ over the chunk in row order from zero of the f32
+/// product (one rounded multiply, one rounded add), then added to the f64 entry, chunk after chunk.
+fn chunked_f32_gram(rounded: &[f32], d: usize) -> Vec<f64> {
+    let mut g = vec![0.0f64; d * d];
+    for chunk in rounded.chunks(MAX_CHUNK_ROWS * d) {
+        for a in 0..d {
+            for b in a..d {
+                let mut acc = 0.0f32;
+                for row in chunk.chunks_exact(d) {
+                    acc += row[a] * row[b];
+                }
+                g[a * d + b] += acc as f64;
+            }
+        }
+    }
+    g
+}
+
+/// The cache-blocked batch kernel folds exactly the sums the definition above folds, in the same
+/// order: bit for bit, for batches that are not a whole number of chunks, widths that are not a whole
+/// number of tiles or blocks (d = 1100 crosses `COLUMN_BLOCK` and `PANEL_BLOCK` boundaries), and
+/// against one [`kernel::gram_update_f32`] call per chunk.
+#[test]
+fn blocked_batch_kernel_equals_the_chunked_sums_bit_for_bit() {
+    for &(rows, dim) in &[(1usize, 8usize), (63, 13), (64, 100), (65, 77), (200, 260), (129, 1100)] {
+        let d = kernel::padded_dim(dim);
+        let raw = trained_like(rows, dim, 21);
+        let mut unit = vec![0.0f64; d];
+        let (mut batch, mut rounded_row, mut rounded) = (Vec::new(), Vec::new(), Vec::new());
+        let mut wide = Vec::new();
+        for (r, row) in raw.chunks_exact(dim).enumerate() {
+            normalise_row(row, &mut unit);
+            kernel::pack_row_f32_into(&unit, &[], r, &mut batch, &mut rounded_row);
+            rounded.extend(rounded_row.iter().map(|&x| x as f32));
+            wide.extend_from_slice(&unit);
+        }
+        let mut blocked = PackedGram::new(dim);
+        kernel::gram_update_f32_batch(&batch, rows, &mut blocked);
+        let mut per_chunk = PackedGram::new(dim);
+        let mut packed = Vec::new();
+        for chunk in wide.chunks(MAX_CHUNK_ROWS * d) {
+            let k = kernel::pack_rows_f32(chunk, d, &mut packed);
+            kernel::gram_update_f32(&packed, k, &mut per_chunk);
+        }
+        let want = chunked_f32_gram(&rounded, d);
+        for a in 0..d {
+            for b in a..d {
+                let (got, chunked) = (blocked.get(a, b), per_chunk.get(a, b));
+                assert_eq!(
+                    got.to_bits(),
+                    want[a * d + b].to_bits(),
+                    "{rows}×{dim}: G[{a},{b}] {got} vs {}",
+                    want[a * d + b]
+                );
+                assert_eq!(got.to_bits(), chunked.to_bits(), "{rows}×{dim}: G[{a},{b}] batch vs per chunk");
+            }
+        }
+    }
+}
+
+/// Centred f32 accumulators fed the same rows in add calls of whole chunks (64, 128 rows) and all
+/// rows at once hold the same state bit for bit once flushed: batches are cut by row count, and a
+/// call starts a chunk of its own. Calls of 1 or 37 rows make other chunks (each call is padded to
+/// whole chunks with zero rows, so a split pass sums a block's tiles as one worker does): the same
+/// result within the f32 tolerance. 2500 rows of d = 67 are more than two batches, so the
+/// automatic flushes are crossed too.
+#[test]
+fn a_pass_does_not_depend_on_how_rows_are_split_into_add_calls() {
+    let (rows, dim) = (2500usize, 67usize);
+    let d = kernel::padded_dim(dim);
+    assert!(rows > 2 * kernel::batch_rows(d));
+    let values = common_component(rows, dim, 2.0, 22);
+    let centre = centre_of(&values, dim, 256);
+    let mut wide = vec![0.0f64; rows * d];
+    for r in 0..rows {
+        normalise_row(&values[r * dim..(r + 1) * dim], &mut wide[r * d..(r + 1) * d]);
+    }
+    let split = |call_rows: usize| {
+        let mut g = GramMoments::with_precision(dim, Precision::F32);
+        g.set_centre(&centre);
+        for chunk in wide.chunks(call_rows * d) {
+            g.counts.kept += (chunk.len() / d) as u64;
+            g.add_unit_rows(chunk);
+        }
+        g
+    };
+    // (Rows waiting for a flush: `rows_waiting_for_the_kernel_are_never_lost`; at this width a call's
+    // last chunk completes a batch, so nothing waits.)
+    let mut one = split(rows);
+    one.flush();
+    assert_eq!(one.pending_rows(), 0);
+    let m = one.moments().expect("moments");
+    for call_rows in [MAX_CHUNK_ROWS, 2 * MAX_CHUNK_ROWS] {
+        let mut g = split(call_rows);
+        g.flush();
+        assert_eq!(g.moments(), Some(m), "{call_rows} rows per call");
+        assert!(g.gram() == one.gram() && g.sum() == one.sum(), "{call_rows} rows per call");
+    }
+    // Against the f64 kernel: the f32 tolerance holds through the batches, and for calls cut
+    // anywhere.
+    let mut exact = GramMoments::with_precision(dim, Precision::F64);
+    exact.counts.kept = rows as u64;
+    exact.add_unit_rows(&wide);
+    let e = exact.moments().expect("moments");
+    for call_rows in [1, 37, rows] {
+        let mut g = split(call_rows);
+        g.flush();
+        let m = g.moments().expect("moments");
+        assert!((m.sigma - e.sigma).abs() <= SIGMA_REL_TOL * e.sigma, "{call_rows}: σ {} vs {}", m.sigma, e.sigma);
+        assert!((m.mu + 2.0 * m.sigma - e.mu - 2.0 * e.sigma).abs() <= EPSILON_TOL, "{call_rows}: ε");
+    }
+}
+
+/// With rows waiting: moments_so_far describes the rows in G alone (a consistent, smaller set),
+/// merge and a serialisation round trip lose none of the waiting rows.
+#[test]
+fn rows_waiting_for_the_kernel_are_never_lost() {
+    // Wide enough for batches of more than one chunk (below d = 1024 every call is flushed whole).
+    let (rows, dim) = (300usize, 1030usize);
+    let d = kernel::padded_dim(dim);
+    let values = common_component(rows, dim, 1.0, 23);
+    let centre = centre_of(&values, dim, 100);
+    let mut wide = vec![0.0f64; rows * d];
+    for r in 0..rows {
+        normalise_row(&values[r * dim..(r + 1) * dim], &mut wide[r * d..(r + 1) * d]);
+    }
+    let fed = |range: std::ops::Range<usize>| {
+        let mut g = GramMoments::with_precision(dim, Precision::F32);
+        g.set_centre(&centre);
+        g.counts.kept = range.len() as u64;
+        g.add_unit_rows(&wide[range.start * d..range.end * d]);
+        g
+    };
+    let mut whole = fed(0..rows);
+    whole.flush();
+    let want = whole.moments().expect("moments");
+    // Only whole batches are in G: the moments so far count those rows alone, not s and G of
+    // different rows.
+    let left = rows % kernel::batch_rows(d);
+    assert!(left > 0);
+    let so_far = fed(0..rows).moments_so_far().expect("moments so far");
+    assert_eq!(so_far.rows, (rows - left) as u64);
+    let mut merged = fed(0..128);
+    merged.merge(&fed(128..rows));
+    assert_eq!(merged.pending_rows(), 0);
+    let m = merged.moments().expect("moments");
+    assert!((m.sigma - want.sigma).abs() <= 1e-12 * want.sigma && (m.mu - want.mu).abs() <= 1e-12, "merged");
+    let waiting = fed(0..rows);
+    let json = serde_json::to_string(&waiting).expect("serialise");
+    let back: GramMoments = serde_json::from_str(&json).expect("deserialise");
+    assert_eq!(back.pending_rows(), left);
+    assert_eq!(back.moments(), Some(want), "a serialised partial keeps its waiting rows");
 }

@@ -292,6 +292,22 @@ impl PairAccumulator {
         }
     }
 
+    /// The moments of the rows already through the Gram kernel (all of them after
+    /// [`PairAccumulator::flush`]; [`GramMoments::moments_so_far`]): cheap, for running estimates.
+    pub fn moments_so_far(&self) -> Option<Moments> {
+        match self {
+            PairAccumulator::Gram(g) => g.moments_so_far(),
+            PairAccumulator::Rows(r) => r.moments(),
+        }
+    }
+
+    /// Runs the rows the f32 Gram pass holds back through the kernel ([`GramMoments::flush`]).
+    pub fn flush(&mut self) {
+        if let PairAccumulator::Gram(g) = self {
+            g.flush();
+        }
+    }
+
     /// s = Σuᵢ (zero-padded past `dim`).
     pub fn sum(&self) -> &[f64] {
         match self {

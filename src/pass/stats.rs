@@ -113,19 +113,52 @@ pub struct GramMoments {
     sum_norm2: f64,
     sum_norm4: f64,
     gram: PackedGram,
-    /// The chunk packed for the kernel (reused; one of the two, by precision).
+    /// Scratch: the f64 chunk packed for the f64 kernel, or the f32 pass's last row as rounded.
     #[serde(skip)]
     wide: Vec<f64>,
-    #[serde(skip)]
-    narrow: Vec<f32>,
     /// The f32 pass's centre c (empty: none), Σw̃ᵢ of the rounded centred rows and their count; `gram`
     /// then holds W = Σw̃ᵢw̃ᵢᵀ, not G.
     centre: Vec<f64>,
     sum_centred: Vec<f64>,
     rows_centred: u64,
+    /// f32 rows taken but not yet through the kernel, and the sums above as they were before them.
+    #[serde(default)]
+    pending: Box<Pending>,
     /// Work and time of the Gram kernel calls (time only where [`bench::now_ms`] has a clock).
     pub kernel_flops: f64,
     pub kernel_ms: f64,
+}
+
+/// Rows the f32 pass has taken but not yet run through the Gram kernel. The kernel runs on whole
+/// batches ([`kernel::batch_rows`]) so that each block of G stays in cache while the batch passes
+/// ([`kernel::gram_update_f32_batch`]), instead of G streaming through memory every 64 rows. The
+/// sums outside are updated row by row as before; `before` keeps their values at the batch's first
+/// row, which is what G matches until the flush. Serialised with the rest: a partial is never short
+/// of rows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Pending {
+    rows: usize,
+    /// Row slots of `packed` in use: the rows, and the zero rows that pad each
+    /// [`GramMoments::add_unit_rows`] call to whole chunks of [`kernel::MAX_CHUNK_ROWS`]. A call's
+    /// rows then make chunks of their own, summed in f32 exactly as before batching (one block, one
+    /// chunk), whatever came before them: a pass split over workers sums each block's tiles as one
+    /// worker does, so the partials merge to the one-worker result up to f64 rounding. Zero rows add
+    /// nothing (0·x = 0 and s + 0 = s exactly).
+    #[serde(default)]
+    slots: usize,
+    /// The centred rows rounded to f32, in [`kernel::pack_row_f32_into`]'s layout.
+    packed: Vec<f32>,
+    before: InG,
+}
+
+/// The sums that go with the rows in G (`GramMoments`' fields of the same names).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct InG {
+    sum: Vec<f64>,
+    sum_norm2: f64,
+    sum_norm4: f64,
+    sum_centred: Vec<f64>,
+    rows_centred: u64,
 }
 
 impl GramMoments {
@@ -144,10 +177,10 @@ impl GramMoments {
             sum_norm4: 0.0,
             gram: PackedGram::new(dim),
             wide: Vec::new(),
-            narrow: Vec::new(),
             centre: Vec::new(),
             sum_centred: Vec::new(),
             rows_centred: 0,
+            pending: Box::default(),
             kernel_flops: 0.0,
             kernel_ms: 0.0,
         }
@@ -157,10 +190,44 @@ impl GramMoments {
         self.precision
     }
 
+    /// An accumulator holding sums made elsewhere (the GPU pass, `pass::gpu`): s = Σvᵢ, Σ‖vᵢ‖²,
+    /// Σ‖vᵢ‖⁴ of the rows vᵢ that G = Σvᵢvᵢᵀ holds, and G itself in the packed layout of width
+    /// `dim`, uncentred; `kernel_flops` and `kernel_ms` the work and the time it took. The moments,
+    /// the report and the spectrum then read it as they read a CPU pass's (docs/method.md §1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_sums(
+        counts: RowCounts,
+        dim: usize,
+        precision: Precision,
+        sum: &[f64],
+        sum_norm2: f64,
+        sum_norm4: f64,
+        gram: PackedGram,
+        (kernel_flops, kernel_ms): (f64, f64),
+    ) -> Self {
+        let mut padded = vec![0.0; kernel::padded_dim(dim)];
+        for (p, &x) in padded.iter_mut().zip(sum.iter().take(dim)) {
+            *p = x;
+        }
+        // Everything else (scratch, centre, pending rows) as in an empty, uncentred accumulator.
+        Self {
+            counts,
+            dim,
+            sum: padded,
+            sum_norm2,
+            sum_norm4,
+            gram,
+            kernel_flops,
+            kernel_ms,
+            ..Self::with_precision(0, precision)
+        }
+    }
+
     /// Centres the f32 pass's rows on `centre` (`dim` values or more; zero-padded). Only for an f32
     /// accumulator that has no rows yet; otherwise, or for a non-finite centre, nothing changes.
     pub fn set_centre(&mut self, centre: &[f64]) {
-        if self.precision != Precision::F32 || self.rows_centred > 0 || self.kernel_flops > 0.0 {
+        if self.precision != Precision::F32 || self.rows_centred > 0 || self.kernel_flops > 0.0 || self.pending.rows > 0
+        {
             return;
         }
         if centre.iter().any(|x| !x.is_finite()) {
@@ -178,10 +245,27 @@ impl GramMoments {
     /// The centre's part of G at (a, b): c_a·s_w,b + s_w,a·c_b + n·c_a·c_b (0 without a centre).
     #[inline]
     fn centre_term(&self, a: usize, b: usize) -> f64 {
-        match (self.centre.get(a), self.centre.get(b), self.sum_centred.get(a), self.sum_centred.get(b)) {
-            (Some(&ca), Some(&cb), Some(&sa), Some(&sb)) => ca * sb + sa * cb + self.rows_centred as f64 * ca * cb,
+        let (sum_centred, rows_centred) = self.centred_in_g();
+        match (self.centre.get(a), self.centre.get(b), sum_centred.get(a), sum_centred.get(b)) {
+            (Some(&ca), Some(&cb), Some(&sa), Some(&sb)) => ca * sb + sa * cb + rows_centred as f64 * ca * cb,
             _ => 0.0,
         }
+    }
+
+    /// Σw̃ᵢ and n of the centred rows in G (short of the rows waiting, [`GramMoments::flush`]).
+    fn centred_in_g(&self) -> (&[f64], u64) {
+        if self.pending.rows > 0 {
+            (&self.pending.before.sum_centred, self.pending.before.rows_centred)
+        } else {
+            (&self.sum_centred, self.rows_centred)
+        }
+    }
+
+    /// The centred f32 pass's c, Σw̃ᵢ and their row count n (None without a centre): G is the stored
+    /// triangle plus c·s_wᵀ + s_w·cᵀ + n·ccᵀ, which the spectrum's mat-vec applies as a rank-2 term.
+    pub fn centre_parts(&self) -> Option<(&[f64], &[f64], u64)> {
+        let (sum_centred, rows_centred) = self.centred_in_g();
+        (!self.centre.is_empty()).then_some((&self.centre[..], sum_centred, rows_centred))
     }
 
     /// G_ab = Σ uᵢ,a uᵢ,b over the rows so far (either order).
@@ -211,88 +295,152 @@ impl GramMoments {
         self.dim
     }
 
-    /// Adds kept unit rows (`dim_padded` each, at most [`kernel::MAX_CHUNK_ROWS`]).
+    /// Adds kept unit rows (`dim_padded` each). An f32 accumulator buffers them and runs the kernel
+    /// once [`kernel::batch_rows`] rows are waiting, or at [`GramMoments::flush`].
     pub fn add_unit_rows(&mut self, rows: &[f64]) {
         let d = self.gram.dim_padded();
-        let rows = &rows[..rows.len().min(kernel::MAX_CHUNK_ROWS * d)];
-        let centred = !self.centre.is_empty();
-        if self.precision == Precision::F32 {
-            // The rows the f32 kernel sees: uᵢ − c (or uᵢ), before their one rounding.
-            self.wide.clear();
-            self.wide.extend_from_slice(rows);
-            if centred {
-                for row in self.wide.chunks_exact_mut(d) {
-                    for (x, &c) in row.iter_mut().zip(&self.centre) {
-                        *x -= c;
-                    }
-                }
-            }
+        if d == 0 {
+            return;
         }
-        for (r, row) in rows.chunks_exact(d).enumerate() {
+        if self.precision == Precision::F64 {
+            for chunk in rows.chunks(kernel::MAX_CHUNK_ROWS * d) {
+                self.add_f64_chunk(chunk);
+            }
+            return;
+        }
+        let centred = !self.centre.is_empty();
+        let batch = kernel::batch_rows(d);
+        for row in rows.chunks_exact(d) {
+            if self.pending.rows == 0 {
+                self.pending.before = InG {
+                    sum: self.sum.clone(),
+                    sum_norm2: self.sum_norm2,
+                    sum_norm4: self.sum_norm4,
+                    sum_centred: self.sum_centred.clone(),
+                    rows_centred: self.rows_centred,
+                };
+            }
             let mut n2 = 0.0f64;
             for (s, &x) in self.sum.iter_mut().zip(row) {
                 *s += x;
                 n2 += x * x;
             }
             self.sum_norm2 += n2;
-            let n2_used = match self.precision {
-                Precision::F64 => n2,
-                // ‖c + w̃ᵢ‖²: the row whose outer product the f32 G actually holds.
-                Precision::F32 => {
-                    let w = &self.wide[r * d..(r + 1) * d];
-                    let mut n2 = 0.0f64;
-                    for (a, &x) in w.iter().enumerate() {
-                        let rounded = x as f32 as f64;
-                        let c = self.centre.get(a).copied().unwrap_or(0.0);
-                        if let Some(s) = self.sum_centred.get_mut(a) {
-                            *s += rounded;
-                        }
-                        n2 += (c + rounded) * (c + rounded);
-                    }
-                    n2
+            // The row the f32 kernel sees, uᵢ − c (or uᵢ), rounded once; ‖c + w̃ᵢ‖² is the norm of
+            // the row whose outer product the f32 G actually holds.
+            kernel::pack_row_f32_into(row, &self.centre, self.pending.slots, &mut self.pending.packed, &mut self.wide);
+            let mut n2_used = 0.0f64;
+            for (a, &rounded) in self.wide.iter().enumerate() {
+                let c = self.centre.get(a).copied().unwrap_or(0.0);
+                if let Some(s) = self.sum_centred.get_mut(a) {
+                    *s += rounded;
                 }
-            };
+                n2_used += (c + rounded) * (c + rounded);
+            }
             self.sum_norm4 += n2_used * n2_used;
+            if centred {
+                self.rows_centred += 1;
+            }
+            self.pending.rows += 1;
+            self.pending.slots += 1;
+            if self.pending.slots >= batch {
+                self.flush();
+            }
         }
+        // The next call starts a chunk of its own; the slots skipped are zero (`pack_row_f32_into`
+        // zero-fills a chunk when its first row is packed).
+        self.pending.slots = self.pending.slots.next_multiple_of(kernel::MAX_CHUNK_ROWS);
+        if self.pending.slots >= batch {
+            self.flush();
+        }
+    }
+
+    /// Runs the Gram kernel on the rows waiting (f32; nothing waits in an f64 accumulator):
+    /// afterwards every reader covers every row added.
+    pub fn flush(&mut self) {
+        let rows = self.pending.slots;
+        if self.pending.rows == 0 {
+            return;
+        }
+        let d = self.gram.dim_padded();
         let start = bench::now_ms();
-        let k = match self.precision {
-            Precision::F64 => {
-                let k = kernel::pack_rows(rows, d, &mut self.wide);
-                kernel::gram_update(&self.wide, k, &mut self.gram);
-                k
-            }
-            Precision::F32 => {
-                let k = kernel::pack_rows_f32(&self.wide, d, &mut self.narrow);
-                kernel::gram_update_f32(&self.narrow, k, &mut self.gram);
-                if centred {
-                    self.rows_centred += k as u64;
-                }
-                k
-            }
-        };
+        kernel::gram_update_f32_batch(&self.pending.packed, rows, &mut self.gram);
         if let (Some(start), Some(end)) = (start, bench::now_ms()) {
             self.kernel_ms += end - start;
         }
-        // The triangle's k·d²/2 multiply-adds, two flops each (as `bench::gram_gflops` counts).
+        // The triangle's rows·d²/2 multiply-adds, two flops each (as `bench::gram_gflops` counts).
+        self.kernel_flops += rows as f64 * (d * d) as f64;
+        self.pending.rows = 0;
+        self.pending.slots = 0;
+        self.pending.before = InG::default();
+        // Keeps the allocation for the next batch; `pack_row_f32_into` grows it chunk by chunk.
+        self.pending.packed.clear();
+    }
+
+    /// Rows taken but not yet in G ([`GramMoments::flush`]).
+    pub fn pending_rows(&self) -> usize {
+        self.pending.rows
+    }
+
+    /// Up to [`kernel::MAX_CHUNK_ROWS`] rows through the f64 kernel, at once.
+    fn add_f64_chunk(&mut self, rows: &[f64]) {
+        let d = self.gram.dim_padded();
+        for row in rows.chunks_exact(d) {
+            let mut n2 = 0.0f64;
+            for (s, &x) in self.sum.iter_mut().zip(row) {
+                *s += x;
+                n2 += x * x;
+            }
+            self.sum_norm2 += n2;
+            self.sum_norm4 += n2 * n2;
+        }
+        let start = bench::now_ms();
+        let k = kernel::pack_rows(rows, d, &mut self.wide);
+        kernel::gram_update(&self.wide, k, &mut self.gram);
+        if let (Some(start), Some(end)) = (start, bench::now_ms()) {
+            self.kernel_ms += end - start;
+        }
         self.kernel_flops += k as f64 * (d * d) as f64;
     }
 
     /// Exact moments over all pairs among the kept rows so far:
     /// Σ_{i≠j} cos = ‖s‖² − Σ‖uᵢ‖², Σ_{i≠j} cos² = ‖G‖_F² − Σ‖uᵢ‖⁴ (`docs/method.md` §1).
+    /// With rows waiting it runs them through the kernel on a copy (correct, but a copy of G and a
+    /// batch of kernel work): flush first, or take [`GramMoments::moments_so_far`] for an estimate.
     pub fn moments(&self) -> Option<Moments> {
-        let s2: f64 = self.sum.iter().map(|x| x * x).sum();
-        let g2 = self.gram.frobenius_sq_plus(|a, b| self.centre_term(a, b));
-        let magnitude = g2 + self.sum_norm4 + 2.0 * (s2 + self.sum_norm2);
-        Moments::from_ordered_sums(self.counts.kept, s2 - self.sum_norm2, g2 - self.sum_norm4, magnitude)
+        if self.pending.rows > 0 {
+            let mut all = self.clone();
+            all.flush();
+            return all.moments_so_far();
+        }
+        self.moments_so_far()
     }
 
-    /// s = Σuᵢ (zero-padded past `dim`).
+    /// [`GramMoments::moments`] of the rows already in G (all of them after a flush): cheap, for
+    /// running estimates. Counts only the rows in G, so the pairs and their sums agree.
+    pub fn moments_so_far(&self) -> Option<Moments> {
+        let (sum_norm2, sum_norm4) = if self.pending.rows > 0 {
+            (self.pending.before.sum_norm2, self.pending.before.sum_norm4)
+        } else {
+            (self.sum_norm2, self.sum_norm4)
+        };
+        let s2: f64 = self.sum().iter().map(|x| x * x).sum();
+        let g2 = self.gram.frobenius_sq_plus(|a, b| self.centre_term(a, b));
+        let magnitude = g2 + sum_norm4 + 2.0 * (s2 + sum_norm2);
+        let rows = self.counts.kept.saturating_sub(self.pending.rows as u64);
+        Moments::from_ordered_sums(rows, s2 - sum_norm2, g2 - sum_norm4, magnitude)
+    }
+
+    /// s = Σuᵢ (zero-padded past `dim`) over the rows in G: [`GramMoments::flush`] first for all.
     pub fn sum(&self) -> &[f64] {
+        if self.pending.rows > 0 {
+            return &self.pending.before.sum;
+        }
         &self.sum
     }
 
     /// The stored triangle: G = Σuᵢuᵢᵀ, or for a centred f32 pass W = Σw̃ᵢw̃ᵢᵀ (use
-    /// [`GramMoments::gram_entry`] for G).
+    /// [`GramMoments::gram_entry`] for G), over the rows in G ([`GramMoments::flush`] first for all).
     pub fn gram(&self) -> &PackedGram {
         &self.gram
     }
@@ -300,6 +448,12 @@ impl GramMoments {
     /// Adds another worker's partial sums over a disjoint set of rows. Accumulators with the same
     /// centre add as they are; otherwise both are uncentred first (exact, O(d²)).
     pub fn merge(&mut self, other: &GramMoments) {
+        self.flush();
+        if other.pending.rows > 0 {
+            let mut other = other.clone();
+            other.flush();
+            return self.merge(&other);
+        }
         if self.centre == other.centre {
             for (a, b) in self.sum_centred.iter_mut().zip(&other.sum_centred) {
                 *a += b;
@@ -324,7 +478,8 @@ impl GramMoments {
         self.kernel_ms += other.kernel_ms;
     }
 
-    /// Bytes of accumulator memory (dominated by the d²/2 Gram triangle).
+    /// Bytes of accumulator memory (dominated by the d²/2 Gram triangle). Not counted: an f32
+    /// accumulator's batch of waiting rows, at most an eighth of the triangle ([`kernel::batch_rows`]).
     pub fn bytes(&self) -> usize {
         self.gram.bytes() + self.sum.len() * 8
     }

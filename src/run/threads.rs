@@ -2,6 +2,8 @@
 //! single-threaded pass. The browser does the same with a pool of Web Workers (`worker::pool`):
 //! the lead share (share 0: the histogram's sample, the unembedding) runs here, every other share
 //! on a thread of its own that opens the files itself, and the partials merge into the lead.
+//! Asked for a GPU ([`PassRequest::gpu`]), the pass runs there on one thread instead, and on the
+//! threads as above whenever the GPU cannot give the result (the Report says why).
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -11,6 +13,7 @@ use std::time::Instant;
 use thiserror::Error;
 
 use crate::explain::centred::{centred, CentredError};
+use crate::pass::gpu::GpuChoice;
 use crate::pass::shares::{shares_for, Share};
 use crate::read::source::{ByteSource, FileSource, ReadError};
 use crate::result::report::Report;
@@ -59,6 +62,12 @@ pub struct PassRequest {
     pub threads: Option<usize>,
     /// Also the μ, σ, ε of the mean-centred rows (a second pass; not the paper's ε).
     pub centred: bool,
+    /// Whether the Gram pass may run on a GPU (default: no). If no adapter is found or the GPU
+    /// fails, the threads run it and `Report::gpu_fallback` says why.
+    pub gpu: GpuChoice,
+    /// A test hook (harmless, like `GpuContext::lose_device_for_test`): the GPU device is
+    /// destroyed once the pass has read this many rows, to show the fallback to the CPU.
+    pub lose_gpu_after_rows: Option<u64>,
 }
 
 /// Analyses the files at `paths` (a directory stands for the files in it) on up to
@@ -66,13 +75,63 @@ pub struct PassRequest {
 pub fn analyze_paths(paths: &[PathBuf], request: &PassRequest) -> Result<Report, ThreadsError> {
     let started = Instant::now();
     let files = expand_paths(paths)?;
-    let open = || -> Result<Vec<Rc<dyn ByteSource>>, ThreadsError> {
-        let mut sources: Vec<Rc<dyn ByteSource>> = Vec::with_capacity(files.len());
-        for f in &files {
-            sources.push(Rc::new(FileSource::open(f)?));
+    let mut fallback = None;
+    if request.gpu != GpuChoice::Off {
+        match on_gpu(&files, request, started) {
+            Ok(report) => return Ok(report),
+            // Any GPU failure: the whole pass again on the CPU, saying why.
+            Err(ThreadsError::Analysis(Error::Gpu(e))) => fallback = Some(format!("{e}; the CPU ran the pass")),
+            Err(e) => return Err(e),
         }
-        Ok(sources)
-    };
+    }
+    let mut report = on_threads(&files, request, started)?;
+    report.gpu_fallback = fallback.or(report.gpu_fallback);
+    Ok(report)
+}
+
+/// The pass on one thread with the GPU driving the Gram sums ([`crate::run::analysis::Analysis`]
+/// declines it where the CPU must run the pass, and the Report then says why).
+#[cfg(feature = "gpu")]
+fn on_gpu(files: &[PathBuf], request: &PassRequest, started: Instant) -> Result<Report, ThreadsError> {
+    use crate::pass::gpu::block_on;
+    let ctx = Rc::new(crate::pass::gpu::GpuContext::acquire(request.gpu).map_err(Error::Gpu)?);
+    let options = crate::run::job::JobOptions { tensor_bytes_only: false, gpu: Some(Rc::clone(&ctx)) };
+    let (mut job, _) = Job::open_with(open_files(files)?, request.tensor.as_deref(), request.config.clone(), options)?;
+    while !job.step()? {
+        block_on(job.settle_gpu())?;
+        if request.lose_gpu_after_rows.is_some_and(|rows| job.progress().rows_seen >= rows) {
+            ctx.lose_device_for_test();
+        }
+    }
+    block_on(job.finish_gpu())?;
+    finish(job, request, started)
+}
+
+#[cfg(not(feature = "gpu"))]
+fn on_gpu(_: &[PathBuf], _: &PassRequest, _: Instant) -> Result<Report, ThreadsError> {
+    Err(Error::Gpu(crate::pass::gpu::GpuError::NoAdapter("this build has no GPU support".into())).into())
+}
+
+fn open_files(files: &[PathBuf]) -> Result<Vec<Rc<dyn ByteSource>>, ThreadsError> {
+    let mut sources: Vec<Rc<dyn ByteSource>> = Vec::with_capacity(files.len());
+    for f in files {
+        sources.push(Rc::new(FileSource::open(f)?));
+    }
+    Ok(sources)
+}
+
+/// The report with its spectrum and, when asked, the centred statistics.
+fn finish(job: Job, request: &PassRequest, started: Instant) -> Result<Report, ThreadsError> {
+    let mut report = job.report_with_geometry(started.elapsed().as_secs_f64() * 1000.0)?;
+    if request.centred {
+        report.centred = Some(centred(job.matrix())?);
+    }
+    Ok(report)
+}
+
+/// The pass shared by up to `request.threads` threads.
+fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Result<Report, ThreadsError> {
+    let open = || open_files(files);
     let config = request.config.clone();
     let (mut job, opened) = Job::open(open()?, request.tensor.as_deref(), config.clone())?;
     let requested = request.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -92,7 +151,7 @@ pub fn analyze_paths(paths: &[PathBuf], request: &PassRequest) -> Result<Report,
                 let partial = open().and_then(|sources| {
                     let share = Share::new(index, of).ok_or(ThreadsError::Panicked)?;
                     let analysis = Job::open_share(sources, chosen, config, share)?;
-                    Ok(analysis.run(&mut |_| {})?.into_partial())
+                    Ok(analysis.run()?.into_partial())
                 });
                 if let Ok(mut all) = partials.lock() {
                     all.push(partial);
@@ -109,11 +168,7 @@ pub fn analyze_paths(paths: &[PathBuf], request: &PassRequest) -> Result<Report,
     for partial in partials {
         job.absorb(&partial?)?;
     }
-    let mut report = job.report_with_geometry(started.elapsed().as_secs_f64() * 1000.0)?;
-    if request.centred {
-        report.centred = Some(centred(job.matrix())?);
-    }
-    Ok(report)
+    finish(job, request, started)
 }
 
 /// Opens every file named, a directory standing for the regular files directly in it.

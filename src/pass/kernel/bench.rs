@@ -109,29 +109,65 @@ fn peak_relaxed(_iterations: u64) -> Option<f32> {
 }
 
 /// GFLOP/s of the Gram update this build runs at `precision`, on `rows` pseudo-random unit rows of
-/// `dim` dimensions fed in [`super::MAX_CHUNK_ROWS`]-row calls as the analysis feeds them (two
-/// warm-up calls first, for V8's tier-up). Flops: rows · d_pad² (the upper triangle's d²/2
-/// multiply-adds, two flops each). None without a clock.
+/// `dim` dimensions fed as the pass feeds them: f32 in batches of [`super::batch_rows`], f64 in
+/// [`super::MAX_CHUNK_ROWS`]-row calls (two warm-up calls first, for V8's tier-up). Flops:
+/// rows · d_pad² (the upper triangle's d²/2 multiply-adds, two flops each). None without a clock.
 pub fn gram_gflops(dim: usize, rows: usize, precision: super::Precision) -> Option<f64> {
-    use super::{padded_dim, PackedGram, MAX_CHUNK_ROWS};
-    let d = padded_dim(dim);
+    match precision {
+        super::Precision::F32 => gram_f32_gflops(dim, rows, super::batch_rows(super::padded_dim(dim))),
+        super::Precision::F64 => gram_f64_gflops(dim, rows),
+    }
+}
+
+/// `rows` xorshift values in [−0.5, 0.5) for each of `dim` dimensions, zero-padded to `d`: any
+/// values will do, only the speed is measured.
+fn noise_rows(dim: usize, d: usize, rows: usize) -> Vec<f64> {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut wide = vec![0.0f64; MAX_CHUNK_ROWS * d];
+    let mut wide = vec![0.0f64; rows * d];
     for (i, x) in wide.iter_mut().enumerate() {
-        // xorshift: any values will do, only the speed is measured.
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         *x = if i % d < dim { (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5 } else { 0.0 };
     }
+    wide
+}
+
+/// GFLOP/s of the f32 Gram update fed `batch` rows per call ([`super::gram_update_f32_batch`]; a
+/// batch of [`super::MAX_CHUNK_ROWS`] is one chunk per call, G streaming through memory each time,
+/// as before the batches), over at least `rows` rows.
+pub fn gram_f32_gflops(dim: usize, rows: usize, batch: usize) -> Option<f64> {
+    use super::{padded_dim, PackedGram};
+    let d = padded_dim(dim);
+    let batch = batch.max(1);
+    let wide = noise_rows(dim, d, batch);
+    let (mut packed, mut rounded) = (Vec::new(), Vec::new());
+    for (r, row) in wide.chunks_exact(d.max(1)).enumerate() {
+        super::pack_row_f32_into(row, &[], r, &mut packed, &mut rounded);
+    }
     let mut g = PackedGram::new(dim);
-    let (mut p32, mut p64) = (Vec::new(), Vec::new());
-    let k32 = super::pack_rows_f32(&wide, d, &mut p32);
+    let call = |g: &mut PackedGram| super::gram_update_f32_batch(&packed, batch, g);
+    call(&mut g);
+    call(&mut g);
+    let calls = rows.div_ceil(batch).max(1);
+    let start = now_ms()?;
+    for _ in 0..calls {
+        call(&mut g);
+    }
+    let ms = (now_ms()? - start).max(1e-3);
+    std::hint::black_box(g.frobenius_sq());
+    Some((calls * batch) as f64 * (d * d) as f64 / ms / 1e6)
+}
+
+/// GFLOP/s of the f64 Gram update in [`super::MAX_CHUNK_ROWS`]-row calls.
+fn gram_f64_gflops(dim: usize, rows: usize) -> Option<f64> {
+    use super::{padded_dim, PackedGram, MAX_CHUNK_ROWS};
+    let d = padded_dim(dim);
+    let wide = noise_rows(dim, d, MAX_CHUNK_ROWS);
+    let mut g = PackedGram::new(dim);
+    let mut p64 = Vec::new();
     let k64 = super::pack_rows(&wide, d, &mut p64);
-    let call = |g: &mut PackedGram| match precision {
-        super::Precision::F32 => super::gram_update_f32(&p32, k32, g),
-        super::Precision::F64 => super::gram_update(&p64, k64, g),
-    };
+    let call = |g: &mut PackedGram| super::gram_update(&p64, k64, g);
     call(&mut g);
     call(&mut g);
     let calls = rows.div_ceil(MAX_CHUNK_ROWS).max(1);

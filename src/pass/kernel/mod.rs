@@ -2,7 +2,9 @@
 //!
 //! Two Gram updates, chosen by [`Precision`]:
 //! - **f32** (default): unit rows normalised in f64 and rounded once to f32; a 4×8 tile of G is
-//!   summed in f32 registers over at most [`MAX_CHUNK_ROWS`] rows, then folded into the f64 G. About
+//!   summed in f32 registers over at most [`MAX_CHUNK_ROWS`] rows, then folded into the f64 G. Rows
+//!   come in batches of several chunks ([`batch_rows`]), and the tiles are visited block of G by
+//!   block of G so that the folds hit cache, not memory ([`gram_update_f32_batch`]). About
 //!   twice the f64 kernel's speed (four lanes instead of two). Its error is inside |Δε| ≤ 1e-7 and
 //!   |Δσ|/σ ≤ 1e-6 for σ ≥ 1e-3 (`tests/f32_kernel.rs`), except when the cosines are so
 //!   concentrated that σ² drowns in the rounding of E[cos²]: `analysis` then picks f64
@@ -78,12 +80,33 @@ pub fn f32_suffices(mu: f64, sigma: f64) -> Result<(), String> {
 pub const LANES: usize = 8;
 /// Height of one Gram tile (dimensions held as broadcast scalars).
 pub const TILE_A: usize = 4;
-/// Rows per kernel call: enough to amortise loading and storing each Gram tile, few enough that a
-/// call stays short (V8 tier-up, progress points).
+/// Rows of one chunk: the f32 kernel sums a tile over at most this many rows before each fold into
+/// the f64 G (the bound the error tests measure); the f64 kernel takes this many per call. Enough to
+/// amortise loading and storing each Gram tile.
 pub const MAX_CHUNK_ROWS: usize = 64;
 /// Row panels of G updated together while one column panel of the chunk sits in L1: without this
 /// blocking each row panel streams the whole packed chunk (2 MB at d = 4096) through the cache.
 pub const PANEL_BLOCK: usize = 16;
+/// Column octets of the block of G that the f32 kernel keeps in cache while a whole batch of chunks
+/// passes through it: [`PANEL_BLOCK`]·4 rows × 64·8 columns of f64 are 256 KiB, inside a 1–2 MiB L2.
+/// Each chunk's fold then hits cache; G itself streams through memory once per batch instead of once
+/// per chunk (67 MB per 64 rows at d = 4096, the bound that kept two workers from scaling).
+pub const COLUMN_BLOCK: usize = 64;
+/// Most bytes of f32 rows the f32 pass buffers for one kernel call ([`batch_rows`]).
+pub const BATCH_BYTES: usize = 4 << 20;
+/// Most rows in one batch: past this the G traffic saved is already small against the arithmetic.
+pub const MAX_BATCH_ROWS: usize = 1024;
+
+/// Rows the f32 pass buffers before running the kernel (`stats::GramMoments`): whole chunks of
+/// [`MAX_CHUNK_ROWS`], at most [`BATCH_BYTES`] of f32 rows and d/8 rows (the buffer then holds at
+/// most an eighth of the triangle's bytes, so the accumulator's size stays the triangle's), at least
+/// one chunk. 256 rows at d = 2048–4096 (4 MiB next to the 67 MB triangle at d = 4096), 128 at
+/// d = 1024, one chunk below d = 1024, where the triangle nearly fits in cache anyway.
+pub fn batch_rows(dim_padded: usize) -> usize {
+    let d = dim_padded.max(1);
+    let fit = (BATCH_BYTES / (4 * d)).min(d / 8) / MAX_CHUNK_ROWS * MAX_CHUNK_ROWS;
+    fit.clamp(MAX_CHUNK_ROWS, MAX_BATCH_ROWS)
+}
 
 /// `dim` rounded up to a whole number of lanes.
 pub fn padded_dim(dim: usize) -> usize {
@@ -133,6 +156,16 @@ impl PackedGram {
     pub fn panel_mut(&mut self, p: usize) -> &mut [f64] {
         let (lo, hi) = (self.offsets[p], self.offsets[p + 1]);
         &mut self.values[lo..hi]
+    }
+
+    /// The values of panel `p` (as [`PackedGram::panel_mut`]; empty past the last panel): the
+    /// spectrum's mat-vec (`explain::lanczos`) streams them in storage order.
+    #[inline]
+    pub fn panel(&self, p: usize) -> &[f64] {
+        match (self.offsets.get(p), self.offsets.get(p + 1)) {
+            (Some(&lo), Some(&hi)) => self.values.get(lo..hi).unwrap_or(&[]),
+            _ => &[],
+        }
     }
 
     /// ‖G‖_F² = Σ_{a,b} G_ab², read from the upper triangle (off-diagonal entries count twice).
@@ -272,16 +305,63 @@ pub fn pack_rows_f32(rows: &[f64], dim_padded: usize, packed: &mut Vec<f32>) -> 
     k
 }
 
+/// Writes one f64 row (`dim_padded` values), minus `centre` where one is given (empty: none), rounded
+/// once to f32, as row `r` of a batch in the layout of [`gram_update_f32_batch`]: row r is row
+/// `r % MAX_CHUNK_ROWS` of chunk `r / MAX_CHUNK_ROWS`, each chunk packed as [`pack_rows_f32`] packs
+/// [`MAX_CHUNK_ROWS`] rows (a last, partial chunk keeps that stride; its unused slots are never read).
+/// `batch` grows to hold the chunk. Returns the row as rounded, widened back to f64 (the caller's Σw̃ᵢ).
+pub fn pack_row_f32_into(row: &[f64], centre: &[f64], r: usize, batch: &mut Vec<f32>, rounded: &mut Vec<f64>) {
+    let d = row.len();
+    let (chunk, at) = (r / MAX_CHUNK_ROWS, r % MAX_CHUNK_ROWS);
+    let base = chunk * MAX_CHUNK_ROWS * d;
+    if batch.len() < base + MAX_CHUNK_ROWS * d {
+        batch.resize(base + MAX_CHUNK_ROWS * d, 0.0);
+    }
+    rounded.clear();
+    rounded.extend(row.iter().enumerate().map(|(a, &x)| (x - centre.get(a).copied().unwrap_or(0.0)) as f32 as f64));
+    for (q, octet) in rounded.chunks_exact(LANES).enumerate() {
+        let to = base + (q * MAX_CHUNK_ROWS + at) * LANES;
+        for (o, &x) in batch[to..to + LANES].iter_mut().zip(octet) {
+            *o = x as f32;
+        }
+    }
+}
+
 /// Adds Σ_r u_r u_rᵀ over `k` f32 rows packed by [`pack_rows_f32`] into `g`: each 4×8 tile summed
 /// in f32 over the k rows, then added to G in f64. Dispatches to the relaxed or plain SIMD kernel
 /// when compiled in.
 pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
+    gram_update_f32_chunks(packed, k, k, g);
+}
+
+/// Adds `rows` f32 rows packed as [`pack_row_f32_into`] writes them (chunks of [`MAX_CHUNK_ROWS`])
+/// into `g`. Each tile is summed in f32 over one chunk and folded into G in f64, chunk after chunk,
+/// exactly as one [`gram_update_f32`] call per chunk would (bit for bit); only the order in which
+/// the tiles are visited changes, so that a block of G stays in cache for the whole batch.
+pub fn gram_update_f32_batch(packed: &[f32], rows: usize, g: &mut PackedGram) {
+    gram_update_f32_chunks(packed, MAX_CHUNK_ROWS, rows, g);
+}
+
+/// Least length of a batch of `rows` rows in chunks of `stride` (the last may hold fewer) for
+/// `dim_padded`: the last chunk's last octet ends after its k rows. 0 for no rows.
+pub fn chunks_len(stride: usize, rows: usize, dim_padded: usize) -> usize {
+    if rows == 0 || stride == 0 || dim_padded < LANES {
+        return 0;
+    }
+    let chunks = rows.div_ceil(stride);
+    let last = rows - (chunks - 1) * stride;
+    (chunks - 1) * stride * dim_padded + (dim_padded / LANES - 1) * stride * LANES + last * LANES
+}
+
+/// `rows` rows in chunks of `stride` rows (the last may hold fewer), chunk c at `c·stride·d_pad`,
+/// each packed as [`pack_rows_f32`] packs `stride` rows.
+pub fn gram_update_f32_chunks(packed: &[f32], stride: usize, rows: usize, g: &mut PackedGram) {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-    relaxed::gram_update_f32(packed, k, g);
+    relaxed::gram_update_f32_chunks(packed, stride, rows, g);
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
-    simd::gram_update_f32(packed, k, g);
+    simd::gram_update_f32_chunks(packed, stride, rows, g);
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    portable::gram_update_f32(packed, k, g);
+    portable::gram_update_f32_chunks(packed, stride, rows, g);
 }
 
 /// Adds Σ_r u_r u_rᵀ over `k` rows packed by [`pack_rows`] into `g`, in f64. Dispatches to the SIMD

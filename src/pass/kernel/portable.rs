@@ -1,65 +1,84 @@
 //! Portable kernels: plain Rust, same tiling and arithmetic order as [`super::simd`].
 
-use super::{PackedGram, LANES, PANEL_BLOCK, TILE_A};
+use super::{PackedGram, COLUMN_BLOCK, LANES, PANEL_BLOCK, TILE_A};
 
-/// See [`super::gram_update_f32`]. Tiles of 4 × 8 entries of G, each summed over the chunk in f32 in
-/// row order from zero (the order the f32x4 kernel keeps: one rounded multiply, then one rounded
-/// add), then added to G in f64.
+/// See [`super::gram_update_f32`]: one chunk of `k` rows.
 pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
+    gram_update_f32_chunks(packed, k, k, g);
+}
+
+/// See [`super::gram_update_f32_chunks`]. Each entry of G is summed over a chunk in f32 in row order
+/// from zero (the order the f32x4 kernel keeps: one rounded multiply, then one rounded add), then
+/// added to G in f64, chunk after chunk. Tiles here are 8 × 8 (both panels of a row octet), the
+/// wasm kernel's 4 × 8: the tile shape changes which sums share registers, not any sum.
+pub fn gram_update_f32_chunks(packed: &[f32], stride: usize, rows: usize, g: &mut PackedGram) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (checked just above), the only requirement of this function.
-        unsafe { gram_update_f32_avx2(packed, k, g) };
+        unsafe { gram_update_f32_avx2(packed, stride, rows, g) };
         return;
     }
-    gram_update_f32_body(packed, k, g);
+    gram_update_f32_body(packed, stride, rows, g);
 }
 
-/// The same loops compiled for AVX2 (native CLI): LLVM keeps each 4×8 tile in four 8-lane
-/// registers instead of eight 4-lane ones: 21–33 GFLOP/s at d = 4096/1024 against 11–14 for the
-/// baseline x86-64 build (`tests/f32_kernel.rs`, ignored speed print). Only the vector
-/// width changes — no FMA contraction (Rust never fuses a multiply and an add by itself) — so the
-/// sums are bit-equal to the baseline build's and to the wasm simd128 kernel's.
+/// The same loops compiled for AVX2 (native CLI): LLVM keeps each 8×8 tile in eight 8-lane
+/// registers. Only the vector width changes — no FMA contraction (Rust never fuses a multiply and
+/// an add by itself) — so the sums are bit-equal to the baseline build's and to the wasm simd128
+/// kernel's.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn gram_update_f32_avx2(packed: &[f32], k: usize, g: &mut PackedGram) {
-    gram_update_f32_body(packed, k, g);
+unsafe fn gram_update_f32_avx2(packed: &[f32], stride: usize, rows: usize, g: &mut PackedGram) {
+    gram_update_f32_body(packed, stride, rows, g);
 }
 
 #[inline(always)]
-fn gram_update_f32_body(packed: &[f32], k: usize, g: &mut PackedGram) {
+fn gram_update_f32_body(packed: &[f32], stride: usize, rows: usize, g: &mut PackedGram) {
     let d = g.dim_padded();
-    if d == 0 || k == 0 || packed.len() < k * d || !d.is_multiple_of(LANES) {
+    if d == 0
+        || rows == 0
+        || stride == 0
+        || packed.len() < super::chunks_len(stride, rows, d)
+        || !d.is_multiple_of(LANES)
+    {
         return;
     }
-    let octet = |q: usize| &packed[q * k * LANES..(q + 1) * k * LANES];
-    for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
-        let p1 = (p0 + PANEL_BLOCK).min(g.panels());
-        for q in PackedGram::panel_start(p0) / LANES..d / LANES {
-            let b = octet(q);
-            for p in p0..p1 {
-                let c0 = PackedGram::panel_start(p);
-                if q * LANES < c0 {
-                    continue;
-                }
-                let width = d - c0;
-                // Panel p's four dimensions are one half of octet p/2.
-                let a = octet(p * TILE_A / LANES);
-                let half = p * TILE_A % LANES;
-                let mut acc = [[0.0f32; LANES]; TILE_A];
-                for (ar, br) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
-                    for (t, acc_t) in acc.iter_mut().enumerate() {
-                        let s = ar[half + t];
-                        for (x, &bl) in acc_t.iter_mut().zip(br) {
-                            *x += s * bl;
+    let chunks = rows.div_ceil(stride);
+    let octets = d / LANES;
+    // Row octets m (panels 2m and 2m+1, which start at the same column 8m) in blocks of
+    // PANEL_BLOCK panels, times COLUMN_BLOCK column octets: that block of G stays in cache while
+    // every chunk of the batch is folded into it.
+    for m0 in (0..octets).step_by(PANEL_BLOCK / 2) {
+        let m1 = (m0 + PANEL_BLOCK / 2).min(octets);
+        for q0 in (m0..octets).step_by(COLUMN_BLOCK) {
+            let q1 = (q0 + COLUMN_BLOCK).min(octets);
+            for c in 0..chunks {
+                let k = stride.min(rows - c * stride);
+                let chunk = &packed[c * stride * d..];
+                let octet = |q: usize| &chunk[q * stride * LANES..q * stride * LANES + k * LANES];
+                for q in q0..q1 {
+                    let b = octet(q);
+                    for m in m0..m1.min(q + 1) {
+                        let a = octet(m);
+                        let mut acc = [[0.0f32; LANES]; 2 * TILE_A];
+                        for (ar, br) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
+                            for (acc_t, &s) in acc.iter_mut().zip(ar) {
+                                for (x, &bl) in acc_t.iter_mut().zip(br) {
+                                    *x += s * bl;
+                                }
+                            }
                         }
-                    }
-                }
-                let panel = g.panel_mut(p);
-                let col = q * LANES - c0;
-                for (t, acc_t) in acc.iter().enumerate() {
-                    for (o, &x) in panel[t * width + col..t * width + col + LANES].iter_mut().zip(acc_t) {
-                        *o += x as f64;
+                        let col = (q - m) * LANES;
+                        for (half, rows4) in acc.chunks_exact(TILE_A).enumerate() {
+                            let p = 2 * m + half;
+                            let width = d - PackedGram::panel_start(p);
+                            let panel = g.panel_mut(p);
+                            for (t, acc_t) in rows4.iter().enumerate() {
+                                let out = &mut panel[t * width + col..t * width + col + LANES];
+                                for (o, &x) in out.iter_mut().zip(acc_t) {
+                                    *o += x as f64;
+                                }
+                            }
+                        }
                     }
                 }
             }

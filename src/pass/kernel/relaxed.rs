@@ -11,21 +11,26 @@
 use core::arch::wasm32::*;
 
 use super::simd::gram_update_f32_kernel;
-use super::{PackedGram, LANES, PANEL_BLOCK, TILE_A};
+use super::{PackedGram, COLUMN_BLOCK, LANES, PANEL_BLOCK, TILE_A};
 
 gram_update_f32_kernel!(
-    /// See [`super::gram_update_f32`].
+    /// See [`super::gram_update_f32_chunks`].
     #[target_feature(enable = "relaxed-simd")]
     gram_update_f32_relaxed,
     f32x4_relaxed_madd
 );
 
-/// See [`super::gram_update_f32`].
-pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
+/// See [`super::gram_update_f32_chunks`].
+pub fn gram_update_f32_chunks(packed: &[f32], stride: usize, rows: usize, g: &mut PackedGram) {
     // SAFETY: nothing to uphold on wasm: a module whose engine lacks relaxed SIMD fails validation
     // as a whole, before any code runs; the page loads this build only where the probe validated.
     #[allow(unused_unsafe)]
     unsafe {
-        gram_update_f32_relaxed(packed, k, g)
+        gram_update_f32_relaxed(packed, stride, rows, g)
     }
+}
+
+/// See [`super::gram_update_f32`]: one chunk of `k` rows.
+pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
+    gram_update_f32_chunks(packed, k, k, g);
 }

@@ -7,69 +7,80 @@
 
 use core::arch::wasm32::*;
 
-use super::{PackedGram, LANES, PANEL_BLOCK, TILE_A};
+use super::{PackedGram, COLUMN_BLOCK, LANES, PANEL_BLOCK, TILE_A};
 
 /// The f32 Gram update's body, shared by the plain kernel below and `super::relaxed`, which differ
 /// only in the multiply-add (`$madd(a, b, acc)` = a·b + acc). A 4×8 tile of G lives in eight f32x4
-/// registers for the whole chunk (plus two for the column octet and one broadcast: 11 of the 16
+/// registers for a whole chunk (plus two for the column octet and one broadcast: 11 of the 16
 /// vector registers V8 uses on x64); then each register is widened to two f64x2 and added to G.
+/// The tiles are visited block of G by block of G ([`super::PANEL_BLOCK`] panels ×
+/// [`super::COLUMN_BLOCK`] octets), every chunk of the batch in turn, so the folds hit cache.
 macro_rules! gram_update_f32_kernel {
     ($(#[$attr:meta])* $name:ident, $madd:path) => {
         $(#[$attr])*
-        pub fn $name(packed: &[f32], k: usize, g: &mut PackedGram) {
+        pub fn $name(packed: &[f32], stride: usize, rows: usize, g: &mut PackedGram) {
             let d = g.dim_padded();
-            if d == 0 || k == 0 {
+            if d == 0 || rows == 0 || stride == 0 {
                 return;
             }
-            assert!(packed.len() >= k * d && d.is_multiple_of(LANES));
-            // Blocks of PANEL_BLOCK row panels share each column octet while it is in L1.
+            assert!(packed.len() >= super::chunks_len(stride, rows, d) && d.is_multiple_of(LANES));
+            let chunks = rows.div_ceil(stride);
             for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
                 let p1 = (p0 + PANEL_BLOCK).min(g.panels());
-                for q in PackedGram::panel_start(p0) / LANES..d / LANES {
-                    let b = &packed[q * k * LANES..(q + 1) * k * LANES];
-                    for p in p0..p1 {
-                        let c0 = PackedGram::panel_start(p);
-                        if q * LANES < c0 {
-                            continue;
-                        }
-                        let width = d - c0;
-                        let oa = p * TILE_A / LANES;
-                        let a = &packed[oa * k * LANES..(oa + 1) * k * LANES];
-                        let half = p * TILE_A % LANES;
-                        let col = q * LANES - c0;
-                        let panel = g.panel_mut(p);
-                        assert!(panel.len() == TILE_A * width && col + LANES <= width);
-                        let out = panel.as_mut_ptr();
-                        // SAFETY: a and b are k*8 long, r < k and half + 3 < 8, so every load is
-                        // inside them; the tile's stores t*width + col + 7 < 4*width (asserted).
-                        unsafe {
-                            let mut acc = [f32x4_splat(0.0); 8];
-                            let (pa, pb) = (a.as_ptr().add(half), b.as_ptr());
-                            for r in 0..k {
-                                let ar = pa.add(r * LANES);
-                                let br = pb.add(r * LANES);
-                                let vb0 = v128_load(br as *const v128);
-                                let vb1 = v128_load(br.add(4) as *const v128);
-                                let s0 = v128_load32_splat(ar as *const u32);
-                                let s1 = v128_load32_splat(ar.add(1) as *const u32);
-                                let s2 = v128_load32_splat(ar.add(2) as *const u32);
-                                let s3 = v128_load32_splat(ar.add(3) as *const u32);
-                                acc[0] = $madd(s0, vb0, acc[0]);
-                                acc[1] = $madd(s0, vb1, acc[1]);
-                                acc[2] = $madd(s1, vb0, acc[2]);
-                                acc[3] = $madd(s1, vb1, acc[3]);
-                                acc[4] = $madd(s2, vb0, acc[4]);
-                                acc[5] = $madd(s2, vb1, acc[5]);
-                                acc[6] = $madd(s3, vb0, acc[6]);
-                                acc[7] = $madd(s3, vb1, acc[7]);
-                            }
-                            for (i, &v) in acc.iter().enumerate() {
-                                let at = out.add((i / 2) * width + col + (i % 2) * 4);
-                                let lo = f64x2_promote_low_f32x4(v);
-                                let hi = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(v, v));
-                                v128_store(at as *mut v128, f64x2_add(v128_load(at as *const v128), lo));
-                                let at = at.add(2);
-                                v128_store(at as *mut v128, f64x2_add(v128_load(at as *const v128), hi));
+                let first = PackedGram::panel_start(p0) / LANES;
+                for q0 in (first..d / LANES).step_by(COLUMN_BLOCK) {
+                    let q1 = (q0 + COLUMN_BLOCK).min(d / LANES);
+                    for c in 0..chunks {
+                        let k = stride.min(rows - c * stride);
+                        let base = c * stride * d;
+                        for q in q0..q1 {
+                            let b = &packed[base + q * stride * LANES..base + q * stride * LANES + k * LANES];
+                            for p in p0..p1 {
+                                let c0 = PackedGram::panel_start(p);
+                                if q * LANES < c0 {
+                                    continue;
+                                }
+                                let width = d - c0;
+                                let oa = p * TILE_A / LANES;
+                                let a = &packed[base + oa * stride * LANES..base + oa * stride * LANES + k * LANES];
+                                let half = p * TILE_A % LANES;
+                                let col = q * LANES - c0;
+                                let panel = g.panel_mut(p);
+                                assert!(panel.len() == TILE_A * width && col + LANES <= width);
+                                let out = panel.as_mut_ptr();
+                                // SAFETY: a and b are k*8 long, r < k and half + 3 < 8, so every load
+                                // is inside them; the tile's stores t*width + col + 7 < 4*width
+                                // (asserted).
+                                unsafe {
+                                    let mut acc = [f32x4_splat(0.0); 8];
+                                    let (pa, pb) = (a.as_ptr().add(half), b.as_ptr());
+                                    for r in 0..k {
+                                        let ar = pa.add(r * LANES);
+                                        let br = pb.add(r * LANES);
+                                        let vb0 = v128_load(br as *const v128);
+                                        let vb1 = v128_load(br.add(4) as *const v128);
+                                        let s0 = v128_load32_splat(ar as *const u32);
+                                        let s1 = v128_load32_splat(ar.add(1) as *const u32);
+                                        let s2 = v128_load32_splat(ar.add(2) as *const u32);
+                                        let s3 = v128_load32_splat(ar.add(3) as *const u32);
+                                        acc[0] = $madd(s0, vb0, acc[0]);
+                                        acc[1] = $madd(s0, vb1, acc[1]);
+                                        acc[2] = $madd(s1, vb0, acc[2]);
+                                        acc[3] = $madd(s1, vb1, acc[3]);
+                                        acc[4] = $madd(s2, vb0, acc[4]);
+                                        acc[5] = $madd(s2, vb1, acc[5]);
+                                        acc[6] = $madd(s3, vb0, acc[6]);
+                                        acc[7] = $madd(s3, vb1, acc[7]);
+                                    }
+                                    for (i, &v) in acc.iter().enumerate() {
+                                        let at = out.add((i / 2) * width + col + (i % 2) * 4);
+                                        let lo = f64x2_promote_low_f32x4(v);
+                                        let hi = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(v, v));
+                                        v128_store(at as *mut v128, f64x2_add(v128_load(at as *const v128), lo));
+                                        let at = at.add(2);
+                                        v128_store(at as *mut v128, f64x2_add(v128_load(at as *const v128), hi));
+                                    }
+                                }
                             }
                         }
                     }
@@ -88,10 +99,16 @@ fn madd_plain(a: v128, b: v128, acc: v128) -> v128 {
 }
 
 gram_update_f32_kernel!(
-    /// See [`super::gram_update_f32`]; bit for bit equal to [`super::portable::gram_update_f32`].
-    gram_update_f32,
+    /// See [`super::gram_update_f32_chunks`]; bit for bit equal to
+    /// [`super::portable::gram_update_f32_chunks`].
+    gram_update_f32_chunks,
     madd_plain
 );
+
+/// See [`super::gram_update_f32`]: one chunk of `k` rows.
+pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
+    gram_update_f32_chunks(packed, k, k, g);
+}
 
 /// See [`super::gram_update`]. A 4×4 tile of G lives in eight f64x2 registers for the whole chunk;
 /// both operands stream contiguously from the packed panels.
