@@ -1,31 +1,46 @@
 //! Why ε is what it is: the spectrum of G/V and the coordinates that carry μ, from the
-//! exact pass's s = Σuᵢ and G = Σuᵢuᵢᵀ over the V unit rows used (`docs/method.md` §1).
+//! exact pass's s = Σuᵢ and G = Σuᵢuᵢᵀ over the V unit rows used (`docs/method.md` §1, §8).
 //!
 //! - The eigenvalues λₖ of G/V sum to 1 (trace = Σ‖uᵢ‖²/V). One large λ means one direction carries
 //!   most of the rows' second moment, which is what pushes μ and ε up.
-//! - Participation ratio (Σλ)²/Σλ² and effective rank exp(−Σ pₖ ln pₖ), pₖ = λₖ/Σλ: how many
-//!   directions the rows really spread over.
+//! - Participation ratio (Σλ)²/Σλ² = (tr G)²/‖G‖²_F, which needs no eigenvalues, and effective
+//!   rank exp(−Σ pₖ ln pₖ), pₖ = λₖ/Σλ, which needs all of them: how many directions the rows
+//!   really spread over.
 //! - cₖ = (sₖ² − Gₖₖ)/(V(V−1)) sums to μ over the coordinates k (Σₖ sₖ² = ‖s‖², Σₖ Gₖₖ = Σ‖uᵢ‖²):
 //!   the share of the mean cosine each coordinate carries ("rogue dimensions").
 //!
 //! Only the whole matrix's G gives these: a prefix's G is an estimate and is not used.
-//! The eigen step is faer's self-adjoint solver, values only. Its tridiagonalisation streams the
-//! d×d matrix d times, so it takes seconds at d = 4096 (15 s natively on a loaded 2-core machine):
-//! the browser shows the result first and adds the geometry after ([`GeometryTiming`]).
+//! Up to n = [`FULL_SPECTRUM_MAX_DIM`] (n = d on the Gram route, V on the row route) the eigen step
+//! is faer's self-adjoint solver, values only: its tridiagonalisation streams the n×n matrix n
+//! times, seconds at 4096. Beyond, the [`LEADING_EIGENVALUES`] largest come from Lanczos on G itself
+//! (`explain::lanczos`), one pass over the packed triangle per step, and the effective rank becomes
+//! an interval. The browser shows the result first and adds the geometry after ([`GeometryTiming`]).
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use super::lanczos::{self, EntryOp, LanczosOptions, PackedOp, RowsOp, SymOp};
 use crate::pass::accumulate::{dot, PairAccumulator, RowPairs};
 
 /// Coordinates listed in [`Geometry::top_mean_dimensions`].
 pub const TOP_MEAN_DIMENSIONS: usize = 8;
 
-/// Largest d whose spectrum is computed: the solver needs the full d×d matrix twice in f64 (ours,
-/// and its working copy), 2·8·d² bytes — 256 MiB at 4096, 1 GiB at 8192, beyond what a wasm32 tab
-/// should ask for and beyond the CLI's memory budget (600 MB); the CLI keeps the same limit
-/// so both print the same Report.
-pub const MAX_GEOMETRY_DIM: usize = 4096;
+/// Largest d that gets a geometry: every width the pass accepts (`run::analysis::MAX_DIM`). Beyond
+/// [`FULL_SPECTRUM_MAX_DIM`] nothing d×d is allocated besides the pass's own triangle.
+pub const MAX_GEOMETRY_DIM: usize = 16384;
+
+/// Largest n whose n×n eigen problem is solved in full. The solver holds the matrix twice in f64
+/// (ours and its working copy), 256 MiB at 4096, and takes ~15 s there natively (~16 s in a tab);
+/// at 8192 it would need 1 GiB and eight times as long. Lanczos takes the leading eigenvalues at a
+/// fraction of that (`docs/method.md` §8).
+pub const FULL_SPECTRUM_MAX_DIM: usize = 4096;
+
+/// The row route forms UUᵀ before its eigen step, V²·d/2 multiply-adds: the most the Gram route's
+/// widths allowed it (V < 2048 at d ≤ 4096). Past this the row route uses Lanczos too.
+const FULL_ROWS_MAX_WORK: f64 = 2048.0 * 2048.0 * 4096.0 / 2.0;
+
+/// Eigenvalues Lanczos reports where the full spectrum is not computed.
+pub const LEADING_EIGENVALUES: usize = 64;
 
 /// Largest d whose spectrum the page computes before it shows the result (the eigen step takes
 /// ~0.3 s at d = 1024 in a tab and ~16 s at 4096); beyond, it follows the result.
@@ -48,6 +63,29 @@ pub enum GeometryTiming {
     AfterTheResult,
 }
 
+/// How [`Geometry::eigenvalues`] were obtained.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpectrumMethod {
+    /// All eigenvalues, by a dense symmetric solver.
+    #[default]
+    Full,
+    /// The leading ones, by Lanczos with full reorthogonalisation.
+    Lanczos,
+}
+
+/// How far the Lanczos eigenvalues can be trusted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LanczosSummary {
+    /// Lanczos steps (products with G) taken.
+    pub steps: u64,
+    /// How many of the reported eigenvalues met the tolerance (1e-10·λ₁).
+    pub converged: u64,
+    /// The largest error bound over the reported eigenvalues of G/V: each lies within this of an
+    /// eigenvalue of G/V.
+    pub max_error: f64,
+}
+
 /// One coordinate's share of μ.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MeanDimension {
@@ -57,15 +95,34 @@ pub struct MeanDimension {
     pub contribution: f64,
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// The spectrum of G/V and the coordinates that carry μ.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Geometry {
-    /// All d eigenvalues of G/V, descending (they sum to 1).
+    /// Eigenvalues of G/V, descending: all d when [`Geometry::eigenvalues_complete`], otherwise the
+    /// [`LEADING_EIGENVALUES`] largest.
     pub eigenvalues: Vec<f64>,
-    /// (Σλ)²/Σλ².
+    /// Whether `eigenvalues` holds all d of them (they then sum to 1).
+    #[serde(default = "yes")]
+    pub eigenvalues_complete: bool,
+    #[serde(default)]
+    pub method: SpectrumMethod,
+    /// Σλ = tr(G)/V = Σ‖uᵢ‖²/V (1 up to rounding), known without the eigenvalues (0: not recorded).
+    #[serde(default)]
+    pub trace: f64,
+    /// (Σλ)²/Σλ² = (tr G)²/‖G‖²_F.
     pub participation_ratio: f64,
-    /// exp(−Σ pₖ ln pₖ), pₖ = λₖ/Σλ over λₖ > 0.
-    pub effective_rank: f64,
+    /// exp(−Σ pₖ ln pₖ), pₖ = λₖ/Σλ over λₖ > 0: needs every eigenvalue, so None when only the
+    /// leading ones were computed.
+    #[serde(default)]
+    pub effective_rank: Option<f64>,
+    /// When the effective rank is None: the interval it certainly lies in, from the leading
+    /// eigenvalues, the trace and ‖G‖_F (`docs/method.md` §8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_rank_bounds: Option<[f64; 2]>,
     /// ‖s/V‖, the length of the mean unit row.
     pub mean_vector_norm: f64,
     /// The [`TOP_MEAN_DIMENSIONS`] coordinates with the largest |cₖ|, largest first.
@@ -74,6 +131,9 @@ pub struct Geometry {
     pub mean_from_dimensions: f64,
     /// Wall time of the eigen step.
     pub eigen_ms: f64,
+    /// The Lanczos run's convergence, with [`SpectrumMethod::Lanczos`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lanczos: Option<LanczosSummary>,
     pub timing: GeometryTiming,
 }
 
@@ -86,7 +146,7 @@ pub enum GeometryError {
     /// The sum vector is shorter than d.
     #[error("internal: the sum vector has {len} values for d = {dim}")]
     SumTooShort { len: usize, dim: usize },
-    /// The d×d matrix would not fit (see [`MAX_GEOMETRY_DIM`]).
+    /// Wider than any pass (see [`MAX_GEOMETRY_DIM`]).
     #[error("the spectrum is computed up to d = {max}; this matrix has d = {dim}")]
     DimTooLarge { dim: usize, max: usize },
     /// The eigenvalue iteration did not converge (non-finite input).
@@ -94,9 +154,36 @@ pub enum GeometryError {
     NoConvergence,
 }
 
+/// The eigenvalues of G/V as computed, before the coordinates are added.
+#[derive(Clone, Debug)]
+pub struct Spectrum {
+    /// Eigenvalues of G/V, any order (sorted by [`Geometry::from_parts`]).
+    pub eigenvalues: Vec<f64>,
+    pub complete: bool,
+    pub lanczos: Option<LanczosSummary>,
+    pub eigen_ms: f64,
+}
+
+/// Sums that need no eigenvalues: tr(G)/V and ‖G/V‖²_F.
+#[derive(Clone, Copy, Debug)]
+pub struct Moments2 {
+    pub trace: f64,
+    pub frobenius_sq: f64,
+}
+
+/// (tr G)²/‖G‖²_F from tr(G)/V and ‖G/V‖²_F (the scale cancels): d for G ∝ I, 1 for rank one.
+pub fn participation_ratio_closed(m: Moments2) -> f64 {
+    if m.frobenius_sq > 0.0 {
+        m.trace * m.trace / m.frobenius_sq
+    } else {
+        0.0
+    }
+}
+
 impl Geometry {
     /// From s (at least `dim` values), G (`gram(a, b)` = G_ab for a ≥ b; only the lower triangle is
-    /// read) and V = `rows`, the number of unit rows summed.
+    /// read) and V = `rows`, the number of unit rows summed. Past [`FULL_SPECTRUM_MAX_DIM`] the
+    /// leading eigenvalues come from Lanczos over `gram` (d² calls per step).
     pub fn compute(
         sum: &[f64],
         gram: impl Fn(usize, usize) -> f64,
@@ -104,29 +191,70 @@ impl Geometry {
         rows: u64,
         timing: GeometryTiming,
     ) -> Result<Geometry, GeometryError> {
-        if rows < 2 {
-            return Err(GeometryError::TooFewRows { rows });
-        }
-        if dim > MAX_GEOMETRY_DIM {
-            return Err(GeometryError::DimTooLarge { dim, max: MAX_GEOMETRY_DIM });
-        }
+        Self::compute_with(sum, gram, dim, rows, timing, FULL_SPECTRUM_MAX_DIM)
+    }
+
+    /// [`Geometry::compute`] with the full solver used up to `full_max` instead of
+    /// [`FULL_SPECTRUM_MAX_DIM`] (tests force the Lanczos path at small d with `full_max = 0`).
+    pub fn compute_with(
+        sum: &[f64],
+        gram: impl Fn(usize, usize) -> f64,
+        dim: usize,
+        rows: u64,
+        timing: GeometryTiming,
+        full_max: usize,
+    ) -> Result<Geometry, GeometryError> {
+        check(dim, rows)?;
         if sum.len() < dim {
             return Err(GeometryError::SumTooShort { len: sum.len(), dim });
         }
+        let v = rows as f64;
         let diagonal: Vec<f64> = (0..dim).map(|k| gram(k, k)).collect();
-        let (eigenvalues, eigen_ms) = eigenvalues_scaled(dim, &gram, rows as f64)?;
-        Self::from_spectrum(sum, &diagonal, eigenvalues, eigen_ms, dim, rows, timing)
+        let mut frobenius = 0.0;
+        for (a, &gaa) in diagonal.iter().enumerate() {
+            for b in 0..a {
+                let g = gram(a, b);
+                frobenius += 2.0 * g * g;
+            }
+            frobenius += gaa * gaa;
+        }
+        let moments = Moments2 { trace: diagonal.iter().sum::<f64>() / v, frobenius_sq: frobenius / (v * v) };
+        let spectrum = if dim <= full_max {
+            full_spectrum(dim, &gram, v)?
+        } else {
+            leading_spectrum(&EntryOp { dim, entry: &gram }, v)?
+        };
+        Self::from_parts(sum, &diagonal, moments, spectrum, dim, dim, rows, timing)
     }
 
-    /// From s, the diagonal Gₖₖ (both at least `dim` values), the eigenvalues of G/V (any order;
+    /// From s, the diagonal Gₖₖ (both at least `dim` values), all eigenvalues of G/V (any order;
     /// those beyond the rank as zeros) and V = `rows`: what both of the pass's accumulators
     /// (`accumulate`) can provide, the Gram triangle directly and the row route from UUᵀ.
     pub fn from_spectrum(
         sum: &[f64],
         diagonal: &[f64],
-        mut eigenvalues: Vec<f64>,
+        eigenvalues: Vec<f64>,
         eigen_ms: f64,
         dim: usize,
+        rows: u64,
+        timing: GeometryTiming,
+    ) -> Result<Geometry, GeometryError> {
+        let moments =
+            Moments2 { trace: eigenvalues.iter().sum(), frobenius_sq: eigenvalues.iter().map(|l| l * l).sum() };
+        let spectrum = Spectrum { eigenvalues, complete: true, lanczos: None, eigen_ms };
+        Self::from_parts(sum, diagonal, moments, spectrum, dim, dim, rows, timing)
+    }
+
+    /// From s, the diagonal, tr(G)/V and ‖G/V‖²_F, the spectrum as computed, d = `dim` and the
+    /// rank bound `rank_max` (min(d, V): how many eigenvalues can be non-zero).
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_parts(
+        sum: &[f64],
+        diagonal: &[f64],
+        moments: Moments2,
+        spectrum: Spectrum,
+        dim: usize,
+        rank_max: usize,
         rows: u64,
         timing: GeometryTiming,
     ) -> Result<Geometry, GeometryError> {
@@ -147,27 +275,85 @@ impl Geometry {
             .map(|&k| MeanDimension { dim: k as u64, contribution: contributions[k] })
             .collect();
         let mean_vector_norm = s.iter().map(|x| x * x).sum::<f64>().sqrt() / v;
+        let Spectrum { mut eigenvalues, complete, lanczos, eigen_ms } = spectrum;
         eigenvalues.sort_by(|a, b| b.total_cmp(a));
-        if eigenvalues.iter().any(|x| !x.is_finite()) {
+        if eigenvalues.iter().any(|x| !x.is_finite()) || !moments.trace.is_finite() || !moments.frobenius_sq.is_finite()
+        {
             return Err(GeometryError::NoConvergence);
         }
+        let (effective_rank, effective_rank_bounds) = if complete {
+            (Some(effective_rank(&eigenvalues)), None)
+        } else {
+            (None, Some(effective_rank_bounds(&eigenvalues, moments, rank_max)))
+        };
         Ok(Geometry {
-            participation_ratio: participation_ratio(&eigenvalues),
-            effective_rank: effective_rank(&eigenvalues),
+            participation_ratio: participation_ratio_closed(moments),
+            effective_rank,
+            effective_rank_bounds,
+            eigenvalues_complete: complete,
+            method: if lanczos.is_some() { SpectrumMethod::Lanczos } else { SpectrumMethod::Full },
+            trace: moments.trace,
             eigenvalues,
             mean_vector_norm,
             top_mean_dimensions,
             mean_from_dimensions,
             eigen_ms,
+            lanczos,
             timing,
         })
     }
 
-    /// λ₁/Σλ: the share of the second moment along the leading direction.
+    /// λ₁/Σλ: the share of the second moment along the leading direction (Σλ the trace, so it
+    /// holds whether or not every eigenvalue was computed).
     pub fn leading_share(&self) -> f64 {
-        let total: f64 = self.eigenvalues.iter().sum();
+        let total = self.total();
         self.eigenvalues.first().map_or(0.0, |l| if total > 0.0 { l / total } else { 0.0 })
     }
+
+    /// The effective rank for display: the value, or the interval it lies in when only the
+    /// leading eigenvalues were computed.
+    pub fn effective_rank_text(&self) -> String {
+        // Three significant digits or the whole number (explain sits left of `result`'s formatter).
+        let fmt = |x: f64| match x.abs() {
+            a if a >= 100.0 => format!("{x:.0}"),
+            a if a >= 10.0 => format!("{x:.1}"),
+            _ => format!("{x:.2}"),
+        };
+        match (self.effective_rank, self.effective_rank_bounds) {
+            (Some(er), _) => fmt(er),
+            (None, Some([lo, hi])) => format!("{}–{} (bounds)", fmt(lo), fmt(hi)),
+            (None, None) => "not computed".to_string(),
+        }
+    }
+
+    /// Which eigenvalues `eigenvalues` holds, for a label: "all 4096 eigenvalues" or "leading 64 of
+    /// 8192 eigenvalues (Lanczos)".
+    pub fn spectrum_label(&self, dim: u64) -> String {
+        if self.eigenvalues_complete {
+            format!("all {dim} eigenvalues")
+        } else {
+            format!("leading {} of {dim} eigenvalues (Lanczos)", self.eigenvalues.len())
+        }
+    }
+
+    /// Σλ: the trace where recorded, else the sum of the eigenvalues (all of them, in older reports).
+    pub fn total(&self) -> f64 {
+        if self.trace > 0.0 {
+            self.trace
+        } else {
+            self.eigenvalues.iter().sum()
+        }
+    }
+}
+
+fn check(dim: usize, rows: u64) -> Result<(), GeometryError> {
+    if rows < 2 {
+        return Err(GeometryError::TooFewRows { rows });
+    }
+    if dim > MAX_GEOMETRY_DIM {
+        return Err(GeometryError::DimTooLarge { dim, max: MAX_GEOMETRY_DIM });
+    }
+    Ok(())
 }
 
 /// (Σλ)²/Σλ²: d for an isotropic spectrum, 1 when one direction holds everything.
@@ -197,6 +383,76 @@ pub fn effective_rank(eigenvalues: &[f64]) -> f64 {
         })
         .sum();
     entropy.exp()
+}
+
+/// Bounds on the effective rank from the k leading eigenvalues (descending), the trace T = Σλ, the
+/// sum of squares F = Σλ² and `rank_max`, how many eigenvalues may be non-zero. With the tail's
+/// weight w = R/T (R = T − Σ_top λ) and its own distribution q = λ/R over the other eigenvalues,
+/// H(p) = −Σ_top p ln p − w ln w + w·H(q), and H(q) lies between the collision entropy
+/// ln(R²/Q) (Q = F − Σ_top λ²; Rényi-2 ≤ Shannon) and ln(number of tail eigenvalues) (uniform).
+pub fn effective_rank_bounds(leading: &[f64], moments: Moments2, rank_max: usize) -> [f64; 2] {
+    let t = moments.trace;
+    if t <= 0.0 {
+        return [0.0, 0.0];
+    }
+    let top: f64 = leading.iter().filter(|&&l| l > 0.0).sum();
+    let top_sq: f64 = leading.iter().filter(|&&l| l > 0.0).map(|l| l * l).sum();
+    let head: f64 = leading.iter().filter(|&&l| l > 0.0).map(|&l| -(l / t) * (l / t).ln()).sum();
+    let tail_count = rank_max.saturating_sub(leading.len());
+    let r = (t - top).max(0.0);
+    // Rounding of T and of the Lanczos values leaves a tail of ~1e-15·T where there is none.
+    if tail_count == 0 || r <= 1e-12 * t {
+        let er = head.exp();
+        return [er, er];
+    }
+    let q = (moments.frobenius_sq - top_sq).max(0.0);
+    let w = r / t;
+    let upper_tail = (tail_count as f64).ln();
+    let smallest = leading.last().copied().unwrap_or(r).max(0.0);
+    // Both lower bounds hold; take the larger, never above the upper one.
+    let collision = if q > 0.0 { (r * r / q).ln() } else { upper_tail };
+    let min_entropy = if smallest > 0.0 { (r / smallest).ln() } else { 0.0 };
+    let lower_tail = collision.max(min_entropy).max(0.0).min(upper_tail);
+    let base = head - w * w.ln();
+    [(base + w * lower_tail).exp(), (base + w * upper_tail).exp()]
+}
+
+/// Up to this n the full spectrum comes from Lanczos run over the whole space (n steps, n² values
+/// held, exact to rounding with full reorthogonalisation): faer's solver sets up a ~4 MB workspace
+/// on its first call at such sizes, more than the whole work of a small matrix.
+const SMALL_EXACT_DIM: usize = 64;
+
+/// All eigenvalues of G/V by the dense solver (by Lanczos over the whole space for small n).
+fn full_spectrum(n: usize, entry: &impl Fn(usize, usize) -> f64, scale: f64) -> Result<Spectrum, GeometryError> {
+    if n <= SMALL_EXACT_DIM {
+        let started = now_ms();
+        // The lower triangle once (an entry may be a d-long dot product), read n times below.
+        let lower: Vec<f64> = (0..n).flat_map(|a| (0..=a).map(move |b| (a, b))).map(|(a, b)| entry(a, b)).collect();
+        let at = |a: usize, b: usize| lower.get(a * (a + 1) / 2 + b).copied().unwrap_or(0.0);
+        let options = LanczosOptions { max_steps: n, ..LanczosOptions::leading(n) };
+        let found = lanczos::leading_eigenvalues(&EntryOp { dim: n, entry: at }, options);
+        if found.values.len() == n && found.values.iter().all(|x| x.is_finite()) {
+            let eigenvalues = found.values.iter().map(|l| l / scale).collect();
+            return Ok(Spectrum { eigenvalues, complete: true, lanczos: None, eigen_ms: now_ms() - started });
+        }
+    }
+    let (eigenvalues, eigen_ms) = eigenvalues_scaled(n, entry, scale)?;
+    Ok(Spectrum { eigenvalues, complete: true, lanczos: None, eigen_ms })
+}
+
+/// The [`LEADING_EIGENVALUES`] largest eigenvalues of G/V by Lanczos on `op` (= G).
+fn leading_spectrum(op: &impl SymOp, scale: f64) -> Result<Spectrum, GeometryError> {
+    let started = now_ms();
+    let found = lanczos::leading_eigenvalues(op, LanczosOptions::leading(LEADING_EIGENVALUES));
+    if found.values.is_empty() || found.values.iter().chain(&found.errors).any(|x| !x.is_finite()) {
+        return Err(GeometryError::NoConvergence);
+    }
+    let eigenvalues = found.values.iter().map(|l| l / scale).collect();
+    let max_error = found.errors.iter().fold(0.0f64, |m, &e| m.max(e)) / scale;
+    // The whole space may be spanned before k values were wanted (d ≤ k): then they are all of them.
+    let complete = found.values.len() >= op.dim() && found.converged == found.values.len();
+    let lanczos = Some(LanczosSummary { steps: found.steps as u64, converged: found.converged as u64, max_error });
+    Ok(Spectrum { eigenvalues, complete, lanczos, eigen_ms: now_ms() - started })
 }
 
 /// The eigenvalues of the symmetric n×n matrix M/`scale` (`entry(a, b)` = M_ab, read for a ≥ b
@@ -229,34 +485,68 @@ fn now_ms() -> f64 {
 /// The spectrum of G/V and the coordinates that carry μ, from a finished pass's accumulator
 /// (either route; `dim` is the tensor's width).
 pub fn of_pass(pass: &PairAccumulator, dim: usize, timing: GeometryTiming) -> Result<Geometry, GeometryError> {
+    of_pass_with(pass, dim, timing, FULL_SPECTRUM_MAX_DIM)
+}
+
+/// [`of_pass`] with the full solver used up to n = `full_max` (tests force Lanczos with 0).
+pub fn of_pass_with(
+    pass: &PairAccumulator,
+    dim: usize,
+    timing: GeometryTiming,
+    full_max: usize,
+) -> Result<Geometry, GeometryError> {
     match pass {
-        PairAccumulator::Gram(g) => Geometry::compute(g.sum(), |a, b| g.gram_entry(a, b), dim, g.counts.kept, timing),
-        PairAccumulator::Rows(r) => of_rows(r, timing),
+        PairAccumulator::Gram(g) => {
+            let rows = g.counts.kept;
+            check(dim, rows)?;
+            let v = rows as f64;
+            let op = PackedOp::new(g.gram(), dim, g.centre_parts());
+            let diagonal = op.diagonal();
+            let moments =
+                Moments2 { trace: diagonal.iter().sum::<f64>() / v, frobenius_sq: op.frobenius_sq() / (v * v) };
+            let spectrum = if dim <= full_max {
+                full_spectrum(dim, &|a, b| g.gram_entry(a, b), v)?
+            } else {
+                leading_spectrum(&op, v)?
+            };
+            Geometry::from_parts(g.sum(), &diagonal, moments, spectrum, dim, dim, rows, timing)
+        }
+        PairAccumulator::Rows(r) => of_rows(r, timing, full_max),
     }
 }
 
-/// The row route's spectrum from the V×V matrix UUᵀ/V (its eigenvalues are the non-zero ones of
-/// UᵀU/V; the other d − V are zero), with Gₖₖ = Σᵢ uᵢₖ² and s for the coordinates that carry μ.
-fn of_rows(r: &RowPairs, timing: GeometryTiming) -> Result<Geometry, GeometryError> {
+/// The row route's spectrum: from the V×V matrix UUᵀ/V while that is affordable (its eigenvalues
+/// are the non-zero ones of UᵀU/V; the other d − V are zero), else Lanczos on UᵀU. Gₖₖ = Σᵢ uᵢₖ²
+/// and s give the coordinates that carry μ; ‖G‖²_F = ‖UUᵀ‖²_F = Σᵢ‖uᵢ‖⁴ + Σ_{i≠j} cos².
+fn of_rows(r: &RowPairs, timing: GeometryTiming, full_max: usize) -> Result<Geometry, GeometryError> {
     let (d, v, dim) = (r.dim_padded(), r.rows(), r.dim());
     let rows = v as u64;
-    if rows < 2 {
-        return Err(GeometryError::TooFewRows { rows });
-    }
-    if dim > MAX_GEOMETRY_DIM {
-        return Err(GeometryError::DimTooLarge { dim, max: MAX_GEOMETRY_DIM });
-    }
+    check(dim, rows)?;
     let units = r.units();
     let mut diagonal = vec![0.0f64; dim];
+    let mut norm4 = 0.0f64;
     for row in units.chunks_exact(d) {
+        let mut n2 = 0.0;
         for (g, &x) in diagonal.iter_mut().zip(row) {
             *g += x * x;
+            n2 += x * x;
         }
+        norm4 += n2 * n2;
     }
-    let unit = |i: usize| units.get(i * d..(i + 1) * d).unwrap_or(&[]);
-    let (mut eigenvalues, eigen_ms) = eigenvalues_scaled(v, |i, j| dot(unit(i), unit(j)), v as f64)?;
-    eigenvalues.resize(dim.max(v), 0.0);
-    eigenvalues.sort_by(|a, b| b.total_cmp(a));
-    eigenvalues.truncate(dim);
-    Geometry::from_spectrum(r.sum(), &diagonal, eigenvalues, eigen_ms, dim, rows, timing)
+    let vf = v as f64;
+    let off_diagonal = r.moments().map_or(0.0, |m| m.mean_sq * vf * (vf - 1.0));
+    let moments =
+        Moments2 { trace: diagonal.iter().sum::<f64>() / vf, frobenius_sq: (norm4 + off_diagonal) / (vf * vf) };
+    let full = v <= full_max && (v as f64) * (v as f64) * (d as f64) / 2.0 <= FULL_ROWS_MAX_WORK;
+    let spectrum = if full {
+        let unit = |i: usize| units.get(i * d..(i + 1) * d).unwrap_or(&[]);
+        let Spectrum { mut eigenvalues, eigen_ms, .. } = full_spectrum(v, &|i, j| dot(unit(i), unit(j)), vf)?;
+        eigenvalues.resize(dim.max(v), 0.0);
+        eigenvalues.sort_by(|a, b| b.total_cmp(a));
+        eigenvalues.truncate(dim);
+        Spectrum { eigenvalues, complete: true, lanczos: None, eigen_ms }
+    } else {
+        leading_spectrum(&RowsOp::new(units, d, dim), vf)?
+    };
+    Geometry::from_parts(r.sum(), &diagonal, moments, spectrum, dim, dim.min(v), rows, timing)
 }

@@ -117,7 +117,7 @@ pub fn Compare(
                         );
                         view! {
                             <td>{significant(g.participation_ratio, 3)}</td>
-                            <td>{significant(g.effective_rank, 3)}</td>
+                            <td>{g.effective_rank.map_or_else(|| g.effective_rank_text(), |er| significant(er, 3))}</td>
                             <td>{format!("{:.1} %", 100.0 * g.leading_share())}</td>
                             <td>{top}</td>
                             <td class="reading">{reading(g, r.mu)}</td>

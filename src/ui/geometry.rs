@@ -6,7 +6,7 @@ use leptos::prelude::*;
 
 use super::controller::State;
 use crate::charts::{Axis, FrameSpec, PlotFrame, Sizes};
-use crate::explain::geometry::{geometry_expected, Geometry, MAX_GEOMETRY_DIM};
+use crate::explain::geometry::{geometry_expected, Geometry, FULL_SPECTRUM_MAX_DIM, MAX_GEOMETRY_DIM};
 use crate::result::report::{significant, Report};
 
 /// One sentence that reads a geometry (the compare view puts one per result side by side).
@@ -54,7 +54,11 @@ pub fn GeometrySection(
         (Some(_), _, _) => view! { <GeometryPanel report=report.clone() /> }.into_any(),
         (None, true, _) => view! {
             <p class="note geometry-pending" data-testid="geometry-pending" role="status">
-                {format!("Computing the spectrum of G (d = {dim}): the eigen step runs after the result is shown and takes seconds, up to a minute at d = 4096.")}
+                {if dim <= FULL_SPECTRUM_MAX_DIM as u64 {
+                    format!("Computing the spectrum of G (d = {dim}): the eigen step runs after the result is shown and takes seconds, up to a minute at d = 4096.")
+                } else {
+                    format!("Computing the leading eigenvalues of G (d = {dim}, Lanczos): they follow the result within seconds.")
+                }}
             </p>
         }
         .into_any(),
@@ -80,7 +84,7 @@ pub fn GeometryPanel(
     let sentence = format!(
         "One direction carries {share:.0} % of the second moment (λ₁/Σλ); the participation ratio is {} and the effective rank {} of d = {} dimensions. The mean unit row has length ‖s/V‖ = {}. The {} coordinates that carry most of μ ({}) together give {} of μ = {}.",
         significant(g.participation_ratio, 3),
-        significant(g.effective_rank, 3),
+        effective_rank_text(&g),
         report.dim,
         significant(g.mean_vector_norm, 3),
         dims.len(),
@@ -103,7 +107,7 @@ pub fn GeometryPanel(
             }
         })
         .collect_view();
-    let total: f64 = g.eigenvalues.iter().sum();
+    let total = g.total();
     let shown: Vec<f64> = g.eigenvalues.iter().take(EIGENVALUES_SHOWN).copied().collect();
     let shown_share = if total > 0.0 { 100.0 * shown.iter().sum::<f64>() / total } else { 0.0 };
     let eigenvalues = shown.iter().map(|l| significant(*l, 3)).collect::<Vec<_>>().join(", ");
@@ -111,11 +115,23 @@ pub fn GeometryPanel(
         crate::explain::geometry::GeometryTiming::WithTheResult => "computed with the result",
         crate::explain::geometry::GeometryTiming::AfterTheResult => "computed after the result was shown",
     };
+    let which = g.spectrum_label(report.dim);
+    // Lanczos values carry their error bound: each lies within it of an eigenvalue of G/V.
+    let convergence = g.lanczos.as_ref().map_or_else(String::new, |l| {
+        format!(
+            " Lanczos: {} steps, {} of {} values within {} of an eigenvalue.",
+            l.steps,
+            l.converged,
+            g.eigenvalues.len(),
+            significant(l.max_error, 2)
+        )
+    });
+    let method = if g.eigenvalues_complete { "full" } else { "lanczos" };
     view! {
-        <div class="geometry" data-testid="geometry">
+        <div class="geometry" data-testid="geometry" data-spectrum=method>
             <h3>"Why ε is what it is: the spectrum of G and the dimensions that carry μ"</h3>
             <p data-testid="geometry-sentence">{sentence}</p>
-            <Spectrum eigenvalues=g.eigenvalues.clone() />
+            <Spectrum eigenvalues=g.eigenvalues.clone() total=total label=which.clone() />
             <table class="numbers geometry-dims">
                 <caption>"Coordinates k with the largest share cₖ = (sₖ² − Gₖₖ)/(V(V−1)) of μ (Σₖ cₖ = μ)"</caption>
                 <thead>
@@ -125,7 +141,7 @@ pub fn GeometryPanel(
             </table>
             <p class="note geometry-eigenvalues">
                 {format!(
-                    "Leading eigenvalues of G/V (they sum to 1; these {} hold {shown_share:.1} %): {eigenvalues}. Eigen step {:.1} s, {when}.",
+                    "Leading eigenvalues of G/V (they sum to 1; these {} hold {shown_share:.1} %; computed: {which}): {eigenvalues}. Eigen step {:.1} s, {when}.{convergence}",
                     shown.len(),
                     g.eigen_ms / 1000.0,
                 )}
@@ -142,15 +158,34 @@ const SH: f64 = 240.0;
 /// Decades of λ shown below the largest: smaller eigenvalues sit on the floor.
 const DECADES: f64 = 8.0;
 
+/// The effective rank, or the interval it lies in when only the leading eigenvalues are known.
+fn effective_rank_text(g: &Geometry) -> String {
+    match (g.effective_rank, g.effective_rank_bounds) {
+        (Some(er), _) => significant(er, 3),
+        (None, Some([lo, hi])) => {
+            format!(
+                "between {} and {} (bounds from the leading eigenvalues, the trace and ‖G‖_F)",
+                significant(lo, 3),
+                significant(hi, 3)
+            )
+        }
+        (None, None) => "not computed".to_string(),
+    }
+}
+
 /// The spectrum of G/V on log scales (λₖ against k), with the cumulative share Σ_{j≤k} λⱼ/Σλ:
 /// how many directions hold the second moment. Drawn as SVG (no bitmap, its numbers in its label).
+/// Where only the leading eigenvalues were computed it draws those, against the whole trace.
 #[component]
 fn Spectrum(
-    /// Eigenvalues of G/V, descending.
+    /// Eigenvalues of G/V, descending: all of them or the leading ones.
     eigenvalues: Vec<f64>,
+    /// Σλ over all d eigenvalues (the trace of G/V).
+    total: f64,
+    /// Which eigenvalues these are ("all 512 eigenvalues", "leading 64 of 8192 eigenvalues (Lanczos)").
+    label: String,
 ) -> impl IntoView {
     let n = eigenvalues.len();
-    let total: f64 = eigenvalues.iter().filter(|l| **l > 0.0).sum();
     let top = eigenvalues.first().copied().unwrap_or(0.0);
     if n < 2 || top <= 0.0 || total <= 0.0 {
         return ().into_any();
@@ -192,8 +227,13 @@ fn Spectrum(
         spectrum.push_str(&format!("{:.1},{:.1} ", x(k), y(l)));
         shares.push_str(&format!("{:.1},{:.1} ", x(k), y_share(f.min(1.0))));
     }
+    let half = if half_at < n || cumulative >= 0.5 * total {
+        format!("half of the second moment lies in the top {half_at} of {n} directions")
+    } else {
+        format!("these {n} hold {:.0} % of the second moment", 100.0 * cumulative / total)
+    };
     let label = format!(
-        "Spectrum of G/V: λ₁ = {} ({:.0} % of Σλ); half of the second moment lies in the top {half_at} of {n} directions.",
+        "Spectrum of G/V ({label}): λ₁ = {} ({:.0} % of Σλ); {half}.",
         significant(top, 3),
         100.0 * top / total
     );
