@@ -58,6 +58,20 @@ pub fn decode_rows(raw: &[u8], dtype: &DType, dim: usize, out: &mut [f32]) -> Re
     Ok(())
 }
 
+/// Whether every byte of `raw` is zero. Such rows decode to zero rows in every float dtype (IEEE
+/// +0.0, and a zero scale for ggml's blocks), so the pass may count them as dropped without
+/// decoding them. Words of 8 bytes OR-ed together: wasm's auto-vectoriser turns this into simd128.
+pub fn all_zero(raw: &[u8]) -> bool {
+    let words = raw.chunks_exact(8);
+    let tail = words.remainder().iter().fold(0u8, |a, &b| a | b);
+    let body = words.fold(0u64, |a, c| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        a | u64::from_ne_bytes(w)
+    });
+    body == 0 && tail == 0
+}
+
 /// OCP FP8 E4M3 ("fn" variant: no infinities, S.1111.111 is NaN, bias 7).
 fn f8_e4m3(b: u8) -> f32 {
     let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
@@ -83,6 +97,55 @@ mod tests {
         assert_eq!(f8_e4m3(0x7e), 448.0);
         assert_eq!(f8_e4m3(0x01), 2f32.powi(-9));
         assert!(f8_e4m3(0x7f).is_nan());
+    }
+
+    #[test]
+    fn zero_bytes_are_zero_rows_in_every_float_dtype() {
+        use crate::read::matrix::{normalise_row, RowFate};
+        let dtypes = [
+            DType::F64,
+            DType::F32,
+            DType::F16,
+            DType::BF16,
+            DType::F8E4M3,
+            DType::F8E5M2,
+            DType::Q4_0,
+            DType::Q4_1,
+            DType::Q5_0,
+            DType::Q5_1,
+            DType::Q8_0,
+            DType::Q2K,
+            DType::Q3K,
+            DType::Q4K,
+            DType::Q5K,
+            DType::Q6K,
+            DType::Q8K,
+        ];
+        let dim = 512;
+        for dtype in dtypes {
+            assert!(dtype.is_float(), "{}", dtype.name());
+            let bytes = dtype.bytes_for(dim as u64).unwrap() as usize;
+            let raw = vec![0u8; 2 * bytes];
+            assert!(all_zero(&raw));
+            let mut out = vec![1.0f32; 2 * dim];
+            decode_rows(&raw, &dtype, dim, &mut out).unwrap();
+            let mut unit = vec![0.0f32; dim];
+            for row in out.chunks_exact(dim) {
+                assert_eq!(normalise_row(row, &mut unit), RowFate::Zero, "{}", dtype.name());
+            }
+        }
+    }
+
+    #[test]
+    fn all_zero_sees_any_nonzero_byte() {
+        for len in [0usize, 1, 7, 8, 9, 31] {
+            assert!(all_zero(&vec![0u8; len]));
+            for i in 0..len {
+                let mut raw = vec![0u8; len];
+                raw[i] = 0x80;
+                assert!(!all_zero(&raw), "len {len}, byte {i}");
+            }
+        }
     }
 
     #[test]
