@@ -4,16 +4,18 @@
 #   bash scripts/bench.sh                  # 32000×4096 (Llama-2-7B shape)
 #   bash scripts/bench.sh --rows 128256    # Llama-3 shape
 #   options: --rows N --dim D --skip-browser --skip-paper (NumPy's all-pairs method is the slowest row)
+#            --skip-gpu (no GPU rows: the CLI's --gpu, the page's ?gpu=1, PyTorch with CUDA)
 # Makes target/bench/ (the file, a venv with NumPy from PyPI, results.jsonl). Times are single runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROWS=32000 DIM=4096 BROWSER=1 PAPER=1
+ROWS=32000 DIM=4096 BROWSER=1 PAPER=1 GPU=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --rows) ROWS="$2"; shift 2 ;;
     --dim) DIM="$2"; shift 2 ;;
     --skip-browser) BROWSER=0; shift ;;
     --skip-paper) PAPER=0; shift ;;
+    --skip-gpu) GPU=0; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -54,18 +56,52 @@ if "$CLI" analyze --help | grep -q -- '--threads'; then
 else
   cli_run "cli-1-thread"
 fi
+if [ "$GPU" = 1 ]; then
+  say "CLI exact on the GPU (--gpu: the first adapter; a software one where there is no GPU)"
+  cli_run "cli-gpu" --gpu
+  say "PyTorch on the GPU, where torch imports with CUDA (the venv's, else the system's)"
+  for py in "$OUT/venv/bin/python" python3; do
+    if "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+      "$py" scripts/bench/torch_paths.py "$FILE" >> "$RESULTS"
+      break
+    fi
+  done
+fi
 
 if [ "$BROWSER" = 1 ]; then
   say "headless Chromium: ?workers=1 and ?workers=$CORES"
-  node scripts/bench/browser.mjs dist "$FILE" 1 "$CORES" \
+  counts=(1 "$CORES"); [ "$GPU" = 0 ] || counts+=(gpu)
+  node scripts/bench/browser.mjs dist "$FILE" "${counts[@]}" \
     | python3 -c '
 import json, sys
 for line in sys.stdin:
     r = json.loads(line)
-    r["path"] = "browser-%s-worker%s" % (r["workers"], "" if r["workers"] == "1" else "s")
-    r["seconds"] = r["timing_ms"] / 1000
+    if r["workers"] == "gpu":
+        r["path"] = "browser-gpu"
+    else:
+        r["path"] = "browser-%s-worker%s" % (r["workers"], "" if r["workers"] == "1" else "s")
+    if "timing_ms" in r:
+        r["seconds"] = r["timing_ms"] / 1000
     print(json.dumps(r))' >> "$RESULTS"
 fi
 
 say "results"
 python3 scripts/bench/table.py "$RESULTS" "$ROWS" "$DIM"
+
+if [ "$BROWSER" = 1 ]; then
+  # Reading, not arithmetic: a narrow matrix (32 KiB per 64-row block) and a 10 GiB tensor of zero
+  # rows (every row dropped, so the page refuses it once it has read it all).
+  say "the page's read rate: 2,000,000×256 bf16 (1 worker); a 10 GiB all-zero tensor refused ($CORES workers)"
+  NARROW="$OUT/narrow-2000000x256-bf16.safetensors" ZERO="$OUT/zero-10gib.safetensors"
+  [ -f "$NARROW" ] || "$CLI" generate "$NARROW" --rows 2000000 --dim 256 --dtype BF16 --kind trained-like >&2
+  cargo build --release --features fixtures --bin orthoscope-fixtures >&2
+  [ -f "$ZERO" ] || target/release/orthoscope-fixtures generate-sparse "$ZERO" --size-gib 10 --rows 64 --dim 64 >&2
+  rate() { python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+print("%-34s %-7s %7.1f s  %7.0f MB/s  (%s×%s %s, %s worker(s))" % (sys.argv[1], r["status"], r["seconds"],
+      r["mb_per_s"], r["rows"], r["dim"], r["dtype"], r["workers"]))' "$1"; }
+  node scripts/bench/read_rate.mjs dist "$NARROW" --workers 1 | rate "page read, narrow matrix"
+  node scripts/bench/read_rate.mjs dist "$ZERO" --workers "$CORES" --tensor model.layers.0.mlp.up_proj.weight \
+    | rate "page refusal, 10 GiB of zero rows"
+fi

@@ -25,6 +25,11 @@ command -v wasm2wat >/dev/null || need_apt+=(wabt)
 command -v python3 >/dev/null || need_apt+=(python3)
 # Mesa's lavapipe: a software Vulkan adapter, so the GPU Gram pass's tests run on any machine.
 compgen -G "/usr/share/vulkan/icd.d/lvp_icd*.json" >/dev/null || need_apt+=(mesa-vulkan-drivers)
+# The end-to-end smoke in the other two engines (tests/e2e/engines.test.mjs): Firefox ESR, and WebKit
+# as WebKitGTK's MiniBrowser (webkit2gtk-driver brings it and WebKitWebDriver) on an Xvfb display.
+command -v firefox-esr >/dev/null || need_apt+=(firefox-esr)
+command -v WebKitWebDriver >/dev/null || need_apt+=(webkit2gtk-driver)
+command -v Xvfb >/dev/null || need_apt+=(xvfb)
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -49,5 +54,11 @@ fi
 if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -f node_modules/axe-core/axe.min.js ]; then
   say "npm install (binaryen $BINARYEN_VERSION, playwright-core, axe-core)"
   npm install --no-audit --no-fund --silent
+fi
+# puppeteer-core drives Firefox for tests/e2e/engines.test.mjs; it never downloads a browser (nor may
+# anything else here: PUPPETEER_SKIP_DOWNLOAD guards against a full puppeteer sneaking in).
+if [ ! -f node_modules/puppeteer-core/package.json ]; then
+  say "npm install (puppeteer-core)"
+  PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-audit --no-fund --silent
 fi
 say "toolchain ready"

@@ -18,7 +18,7 @@ cargo test --locked
 
 step "the GPU Gram pass (WGSL through wgpu) on Mesa's software Vulkan adapter"
 # wgpu wants a private runtime directory; lavapipe is the adapter a machine without a GPU has.
-XDG_RUNTIME_DIR=$(mktemp -d) WGPU_BACKEND=vulkan cargo test --locked --features "gpu fixtures" --test gpu_gram
+XDG_RUNTIME_DIR=$(mktemp -d) WGPU_BACKEND=vulkan cargo test --locked --features "gpu fixtures" --test gpu_gram --test gpu_pass
 
 step "wasm tests in headless Chromium"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \

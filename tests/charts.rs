@@ -41,7 +41,7 @@ fn report_with(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) 
     };
     Analysis::new(Box::new(source), tensor, origin, config)
         .expect("analysis set up")
-        .run(&mut |_| {})
+        .run()
         .expect("analysis runs")
         .report(0.0)
         .expect("report")

@@ -100,7 +100,7 @@ fn analysis(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> 
 }
 
 fn run(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Report {
-    analysis(values, rows, dim, config).run(&mut |_| {}).expect("analysis runs").report(0.0).expect("report")
+    analysis(values, rows, dim, config).run().expect("analysis runs").report(0.0).expect("report")
 }
 
 fn exact_report(values: &[f32], rows: usize, dim: usize) -> Report {
@@ -350,8 +350,8 @@ fn same_seed_gives_an_identical_report_apart_from_timing() {
     let (rows, dim) = (1500, 48);
     let values = trained_like(rows, dim, 51);
     let config = AnalysisConfig { seed: 7, ..AnalysisConfig::default() };
-    let a = analysis(&values, rows, dim, config.clone()).run(&mut |_| {}).unwrap().report(12.5).unwrap();
-    let b = analysis(&values, rows, dim, config).run(&mut |_| {}).unwrap().report(99.0).unwrap();
+    let a = analysis(&values, rows, dim, config.clone()).run().unwrap().report(12.5).unwrap();
+    let b = analysis(&values, rows, dim, config).run().unwrap().report(99.0).unwrap();
     let strip = |r: &Report| {
         let mut v = serde_json::to_value(r).unwrap();
         v.as_object_mut().unwrap().remove("timing_ms");

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
 use orthoscope::pass::gpu::exact::{gpu_exact_pass, GpuPassError};
 use orthoscope::pass::gpu::gram::{GpuGram, GpuGramSums, GramOptions};
-use orthoscope::pass::gpu::{GpuContext, GpuError};
+use orthoscope::pass::gpu::{GpuChoice, GpuContext, GpuError};
 use orthoscope::pass::kernel;
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
@@ -28,9 +28,9 @@ const EPSILON_TOL: f64 = 1e-7;
 const SIGMA_REL_TOL: f64 = 1e-6;
 
 /// The device, or `None` when `ORTHOSCOPE_NO_GPU=1` says there is none to test on.
-fn context() -> Option<GpuContext> {
-    match GpuContext::acquire() {
-        Ok(ctx) => Some(ctx),
+fn context() -> Option<Rc<GpuContext>> {
+    match GpuContext::acquire(GpuChoice::Any) {
+        Ok(ctx) => Some(Rc::new(ctx)),
         Err(e) if std::env::var("ORTHOSCOPE_NO_GPU").is_ok_and(|v| v == "1") => {
             eprintln!("skipped: ORTHOSCOPE_NO_GPU=1 and {e}");
             None
@@ -129,9 +129,9 @@ fn centre_of(values: &[f32], dim: usize, rows: usize) -> Vec<f64> {
 }
 
 /// The GPU pass over `values`, fed in uneven slices (to cross block boundaries mid-slice).
-fn gpu_sums(ctx: &GpuContext, values: &[f32], dim: usize, centred: bool, options: GramOptions) -> GpuGramSums {
+fn gpu_sums(ctx: &Rc<GpuContext>, values: &[f32], dim: usize, centred: bool, options: GramOptions) -> GpuGramSums {
     let centre = centred.then(|| centre_of(values, dim, 256));
-    let mut pass = GpuGram::new(ctx, dim, centre.as_deref(), options).unwrap_or_else(|e| panic!("new: {e}"));
+    let mut pass = GpuGram::new(Rc::clone(ctx), dim, centre.as_deref(), options).unwrap_or_else(|e| panic!("new: {e}"));
     let mut rest = values;
     let mut slice_rows = 1;
     while !rest.is_empty() {
@@ -189,7 +189,7 @@ fn kept_rows(values: &[f32], dim: usize) -> (u64, u64, u64) {
 #[test]
 fn gpu_gram_matches_all_pairs_f64() {
     let Some(ctx) = context() else { return };
-    println!("adapter: {}", ctx.adapter);
+    println!("adapter: {:?}", ctx.info());
     let mut worst = (0.0f64, 0.0f64);
     for case in cases() {
         let sums = gpu_sums(&ctx, &case.values, case.dim, true, GramOptions::default());
@@ -236,12 +236,13 @@ fn forced_small_bands_give_the_same_sums() {
 fn bad_inputs_are_typed_errors() {
     let Some(ctx) = context() else { return };
     let tiny = GramOptions { max_binding_bytes: Some(256), block_rows: 8 };
-    assert!(matches!(GpuGram::new(&ctx, 100, None, tiny), Err(GpuError::BindingTooSmall { .. })));
-    assert!(matches!(GpuGram::new(&ctx, 0, None, GramOptions::default()), Err(GpuError::Dimension(0))));
+    let new = |dim, centre: Option<&[f64]>, options| GpuGram::new(Rc::clone(&ctx), dim, centre, options);
+    assert!(matches!(new(100, None, tiny), Err(GpuError::BindingTooSmall { .. })));
+    assert!(matches!(new(0, None, GramOptions::default()), Err(GpuError::Dimension(0))));
     let nan = [f64::NAN; 8];
-    assert!(matches!(GpuGram::new(&ctx, 8, Some(&nan), GramOptions::default()), Err(GpuError::Centre { dim: 8 })));
-    assert!(matches!(GpuGram::new(&ctx, 8, Some(&[0.0; 4]), GramOptions::default()), Err(GpuError::Centre { dim: 8 })));
-    let mut pass = GpuGram::new(&ctx, 8, None, GramOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(new(8, Some(&nan), GramOptions::default()), Err(GpuError::Centre { dim: 8 })));
+    assert!(matches!(new(8, Some(&[0.0; 4]), GramOptions::default()), Err(GpuError::Centre { dim: 8 })));
+    let mut pass = new(8, None, GramOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     assert!(matches!(pass.add_rows(&[1.0; 12]), Err(GpuError::PartialRow { len: 12, dim: 8 })));
 }
 
@@ -261,7 +262,7 @@ fn cpu_report_and_matrix(values: &[f32], dim: usize) -> (Report, Matrix) {
         ..Origin::default()
     };
     let analysis = Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default()).expect("analysis set up");
-    (analysis.run(&mut |_| {}).expect("analysis runs").report(0.0).expect("report"), matrix)
+    (analysis.run().expect("analysis runs").report(0.0).expect("report"), matrix)
 }
 
 /// A whole pass of an opened matrix on the GPU gives the CPU pass's Report numbers: ε to 1e-7,

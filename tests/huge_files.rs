@@ -174,7 +174,7 @@ fn five_gib_sparse_shard_with_the_embedding_past_4_gib() {
         Origin { file: set.files[0].clone(), format: set.format.clone(), tensor_reason: reason, ..Origin::default() };
     let lib_report = Analysis::new(Box::new(recording), info.clone(), origin, AnalysisConfig::default())
         .expect("analysis set up")
-        .run(&mut |_| {})
+        .run()
         .expect("analysis runs")
         .report(0.0)
         .expect("report");

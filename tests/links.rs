@@ -32,7 +32,7 @@ fn local() -> Report {
                 Origin { file: file.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
             Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default())
                 .expect("analysis set up")
-                .run(&mut |_| {})
+                .run()
                 .expect("analysis runs")
                 .report(0.0)
                 .expect("report")

@@ -32,7 +32,7 @@ fn analyse(file: &str, bytes: Vec<u8>, config: AnalysisConfig) -> Report {
     let origin = Origin { file: file.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
     Analysis::new(Box::new(source), tensor, origin, config)
         .expect("analysis set up")
-        .run(&mut |_| {})
+        .run()
         .expect("analysis runs")
         .report(1234.567)
         .expect("report")

@@ -35,7 +35,7 @@ fn analysis(file: &[u8], config: AnalysisConfig) -> Analysis {
 fn share_partial(file: &[u8], config: &AnalysisConfig, share: Share) -> PassPartial {
     let mut a = analysis(file, config.clone());
     a.set_share(share);
-    a.run(&mut |_| {}).unwrap().into_partial()
+    a.run().unwrap().into_partial()
 }
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -77,7 +77,7 @@ fn shares_merged_in_any_order_equal_one_pass() {
     // The f32 kernel rounds each call's sums once, so only the f64 kernel makes the merge itself
     // visible at 1e-12 (with f32 the two groupings differ at f32 precision, ~1e-8 of G).
     let config = AnalysisConfig { block_rows: 16, precision: Precision::F64, ..AnalysisConfig::default() };
-    let whole = analysis(&file, config.clone()).run(&mut |_| {}).unwrap().into_partial();
+    let whole = analysis(&file, config.clone()).run().unwrap().into_partial();
     for of in [2u32, 3, 5] {
         let parts: Vec<PassPartial> =
             (0..of).map(|i| share_partial(&file, &config, Share::new(i, of).unwrap())).collect();

@@ -67,7 +67,7 @@ fn layout(bytes: &[u8], name: &str) -> (u64, (u64, u64)) {
     (header_end, t.byte_range)
 }
 
-const URL_ONLY: JobOptions = JobOptions { tensor_bytes_only: true };
+const URL_ONLY: JobOptions = JobOptions { tensor_bytes_only: true, gpu: None };
 
 #[test]
 fn only_the_header_and_the_embedding_are_read() {

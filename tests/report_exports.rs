@@ -16,7 +16,7 @@ fn report_of(file: &str, rows: usize, dim: usize) -> Report {
     let (tensor, reason) = choose(&model, None, file).expect("embedding located");
     let origin = Origin { file: file.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
     let analysis = Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default()).expect("analysis set up");
-    analysis.run(&mut |_| {}).expect("analysis runs").report(0.0).expect("report")
+    analysis.run().expect("analysis runs").report(0.0).expect("report")
 }
 
 #[test]

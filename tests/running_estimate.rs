@@ -14,7 +14,7 @@ fn run(file: &[u8], config: AnalysisConfig) -> Report {
     let model = read_model(&source, 0).unwrap();
     let (t, why) = choose(&model, None, "m").unwrap();
     let origin = Origin { tensor_reason: why, ..Origin::default() };
-    Analysis::new(Box::new(source), t, origin, config).unwrap().run(&mut |_| {}).unwrap().report(0.0).unwrap()
+    Analysis::new(Box::new(source), t, origin, config).unwrap().run().unwrap().report(0.0).unwrap()
 }
 
 #[test]

@@ -234,7 +234,7 @@ fn analyse(name: &str, bytes: Vec<u8>) -> Result<orthoscope::Report, Error> {
     let model = read_model(&source, 0)?;
     let (tensor, reason) = choose(&model, None, name)?;
     let origin = Origin { file: name.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
-    Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default())?.run(&mut |_| {})?.report(0.0)
+    Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default())?.run()?.report(0.0)
 }
 
 fn assert_mentions(message: &str, needles: &[&str]) {
@@ -546,7 +546,7 @@ fn read_and_analyse(bytes: Vec<u8>) {
             Origin::default(),
             AnalysisConfig::default(),
         ) {
-            if let Ok(done) = a.run(&mut |_| {}) {
+            if let Ok(done) = a.run() {
                 let _ = done.report(0.0);
             }
         }
@@ -719,7 +719,7 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
 
     let report = Analysis::new(Box::new(source), t, Origin::default(), AnalysisConfig::default())
         .expect("set up")
-        .run(&mut |_| {})
+        .run()
         .expect("run")
         .report(0.0)
         .expect("report");

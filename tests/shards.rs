@@ -69,7 +69,7 @@ fn analyze(sources: Vec<SliceSource>, tensor: Option<&str>) -> Report {
     let source = sources.into_iter().nth(info.file).expect("chosen file among the sources");
     Analysis::new(Box::new(source), info, origin, AnalysisConfig::default())
         .expect("analysis set up")
-        .run(&mut |_| {})
+        .run()
         .expect("analysis runs")
         .report(0.0)
         .expect("report")

@@ -2,6 +2,8 @@
 // the page in headless Chromium with ?workers=N for each N given, drops the file and measures the
 // time to the first running ε on screen and to the exact result. Prints one JSON line per run; the
 // first run also asks a worker of each build for its peak f32x4 rate and its Gram kernel's rate.
+// N = "gpu" opens the page with ?gpu=1 in a Chromium allowed WebGPU on the machine's own GPU (no
+// software adapter): where it has none, that run prints {"workers": "gpu", "skipped": "no GPU adapter"}.
 //   node scripts/bench/browser.mjs DIST FILE N1 [N2 ...]
 import { serve, launch, finalReport, currentRun, workerBenchmark } from "../../tests/e2e/harness.mjs";
 
@@ -18,9 +20,10 @@ async function benchmark(page) {
 const server = await serve(dist);
 try {
   for (const n of counts) {
-    const b = await launch(server.url);
+    const gpu = n === "gpu";
+    const b = await launch(server.url, gpu ? ["--enable-unsafe-webgpu", "--enable-features=Vulkan"] : []);
     try {
-      await b.page.goto(`${server.url}?workers=${n}`);
+      await b.page.goto(gpu ? `${server.url}?gpu=1` : `${server.url}?workers=${n}&gpu=0`);
       await finalReport(b.page); // the opening demo
       const before = await currentRun(b.page);
       // Watch the page itself so the times do not include the test driver's polling.
@@ -38,6 +41,11 @@ try {
       const r = await finalReport(b.page, 3_600_000, before);
       const t = await b.page.evaluate(() => ({ ...window.__bench, end: performance.now() }));
       if (r.status !== "done") throw new Error(`workers=${n}: ${r.text}`);
+      if (gpu && (!r.report.gpu || r.report.gpu.fallback_adapter)) {
+        console.error(`page with ?gpu=1: no GPU adapter (${r.report.gpu?.adapter ?? r.report.gpu_fallback})`);
+        console.log(JSON.stringify({ workers: n, skipped: "no GPU adapter" }));
+        continue;
+      }
       const peak = n === counts[0] ? await benchmark(b.page) : null;
       console.log(JSON.stringify({
         workers: n,
@@ -50,6 +58,7 @@ try {
         sigma: r.report.sigma,
         kernel: r.report.kernel,
         gram_gflops: r.report.gram_gflops ?? null,
+        gpu: r.report.gpu ?? null,
         peak,
       }));
     } finally {

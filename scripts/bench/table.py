@@ -7,6 +7,10 @@ import sys
 
 path, rows, dim = sys.argv[1], sys.argv[2], sys.argv[3]
 results = [json.loads(line) for line in open(path) if line.strip()]
+for r in results:
+    if r.get("skipped"):
+        print(f"{r.get('path', r.get('workers'))}: {r['skipped']}")
+results = [r for r in results if not r.get("skipped")]
 by = {r["path"]: r for r in results}
 ident = by.get("numpy-identity")
 paper = by.get("numpy-paper")
@@ -26,6 +30,10 @@ for r in results:
         notes.append(f"{r['workers_used']} worker(s) used")
     if r.get("kernel"):
         notes.append(r["kernel"])
+    if r.get("copy_seconds") is not None:
+        notes.append(f"after a {r['copy_seconds']:.2f} s copy to the GPU")
+    if isinstance(r.get("gpu"), dict):
+        notes.append(f"GPU: {r['gpu'].get('adapter')} ({r['gpu'].get('backend')})")
     if r.get("first_estimate_s") is not None:
         notes.append(f"first estimate on screen after {r['first_estimate_s']:.2f} s")
     if r.get("gram_gflops"):

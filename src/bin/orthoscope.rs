@@ -17,6 +17,7 @@ mod cli {
 
     use clap::{Parser, Subcommand};
     use orthoscope::explain::neighbours::nearest;
+    use orthoscope::pass::gpu::GpuChoice;
     use orthoscope::pass::plan::DEFAULT_SEED;
     use orthoscope::read::demo;
     use orthoscope::read::format::set::read_model_set;
@@ -62,6 +63,12 @@ mod cli {
             /// would not fit the memory budget (600 MB at d = 8192 allows 2).
             #[arg(long)]
             threads: Option<usize>,
+            /// Run the Gram pass on a GPU: the first adapter found (Vulkan, Metal or DX12; a
+            /// software one such as lavapipe too, which is no faster than the CPU). Where there is
+            /// none, or it fails, or the sample says f64 is needed, the CPU runs the pass and the
+            /// output says why.
+            #[arg(long)]
+            gpu: bool,
         },
         /// The exact nearest neighbours (by cosine, over all rows) of one row of the embedding, named
         /// by its row id or its token string (from a GGUF vocabulary or a tokenizer.json given too).
@@ -133,9 +140,11 @@ mod cli {
 
     fn run(command: Command) -> Result<(), String> {
         match command {
-            Command::Analyze { files, tensor, seed, rows, json: as_json, centred, threads } => {
+            Command::Analyze { files, tensor, seed, rows, json: as_json, centred, threads, gpu } => {
                 let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
-                let request = PassRequest { tensor, config, threads, centred };
+                // Asked for explicitly: any adapter, software ones included.
+                let gpu = if gpu { GpuChoice::Any } else { GpuChoice::Off };
+                let request = PassRequest { tensor, config, threads, centred, gpu, ..PassRequest::default() };
                 let report = analyze_paths(&files, &request).map_err(describe)?;
                 print(&if as_json { json(&report)? } else { text::report(&report) });
             }

@@ -6,13 +6,13 @@
 //! - [`accumulate`]: the exact pass's accumulator (Gram triangle or unit rows, whichever is smaller).
 //! - [`shares`]: how a pass is split between workers or threads and merged back.
 //! - [`estimate`]: ε, its uncertainty, the four capacity bounds and the class (docs/method.md §2–3).
-//! - `gpu` (cargo feature `gpu`): the exact pass's Gram sums on a GPU through wgpu (WGSL kernel).
+//! - [`gpu`]: the exact pass's Gram sums on a GPU through wgpu (WGSL kernel; the wgpu parts behind
+//!   the default cargo feature `gpu`, the request and report types always).
 //!
 //! It reads rows only through [`crate::read`] and knows nothing of reports or views.
 
 pub mod accumulate;
 pub mod estimate;
-#[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod kernel;
 pub mod plan;

@@ -464,6 +464,9 @@ impl Compact {
             // Not carried (an implementation detail of the run, not of the result).
             workers: 1,
             accumulator_bytes: self.accumulator_bytes,
+            // Not carried (where a run happened, not what it found).
+            gpu: None,
+            gpu_fallback: None,
             peak_wasm_bytes: self.peak_wasm_bytes,
             unembedding,
             tied: self.tied,

@@ -9,6 +9,7 @@ use crate::explain::alignment::TokenAlignment;
 use crate::explain::centred::Centred;
 use crate::explain::geometry::Geometry;
 use crate::pass::estimate::{self, Capacities, Class, Z_95};
+use crate::pass::gpu::GpuInfo;
 // Where the views and the Report JSON find it; it lives with the histogram it reports.
 use crate::pass::stats::SampledHistogram;
 use crate::pass::stats::{Moments, PairSample, RowCounts, TopPair};
@@ -90,6 +91,13 @@ pub struct Report {
     pub gram_gflops: Option<f64>,
     /// Bytes of the Gram accumulator.
     pub accumulator_bytes: u64,
+    /// The GPU adapter the Gram pass ran on (`pass::gpu`); None when it ran on the CPU.
+    #[serde(default)]
+    pub gpu: Option<GpuInfo>,
+    /// Why the GPU was asked for but the CPU gave the result (the sample needed f64, no adapter, a
+    /// lost device, …); None when no GPU was asked for or it ran the pass.
+    #[serde(default)]
+    pub gpu_fallback: Option<String>,
     /// Size of wasm memory at the end (browser only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub peak_wasm_bytes: Option<u64>,
@@ -197,6 +205,8 @@ impl Report {
             precision_reason: p.precision_reason.to_string(),
             gram_gflops: p.gram_gflops,
             accumulator_bytes: p.accumulator_bytes,
+            gpu: None,
+            gpu_fallback: None,
             peak_wasm_bytes: None,
             unembedding: None,
             tied: None,

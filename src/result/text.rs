@@ -50,11 +50,12 @@ pub fn report(r: &Report) -> String {
             g.top_mean_dimensions.iter().map(|m| format!("{} ({:+.4})", m.dim, m.contribution)).collect();
         let _ = writeln!(
             s,
-            "geometry: λ₁/Σλ = {:.3}, participation ratio {:.2}, effective rank {:.2}, ‖s/V‖ = {:.4} ({:.0} ms)",
+            "geometry: λ₁/Σλ = {:.3}, participation ratio {:.2}, effective rank {}, ‖s/V‖ = {:.4} ({}, {:.0} ms)",
             g.leading_share(),
             g.participation_ratio,
-            g.effective_rank,
+            g.effective_rank_text(),
             g.mean_vector_norm,
+            g.spectrum_label(r.dim),
             g.eigen_ms
         );
         let _ = writeln!(s, "dimensions that carry μ: {}", dims.join(", "));
@@ -79,6 +80,13 @@ pub fn report(r: &Report) -> String {
         );
     }
     let _ = writeln!(s, "tied: {} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence);
+    if let Some(g) = &r.gpu {
+        let software = if g.fallback_adapter { ", a software adapter" } else { "" };
+        let _ = writeln!(s, "GPU: {} ({}{software})", g.adapter, g.backend);
+    }
+    if let Some(why) = &r.gpu_fallback {
+        let _ = writeln!(s, "GPU not used: {why}");
+    }
     let _ = writeln!(s, "class {:?}, {:.0} ms, kernel {}", r.class, r.timing_ms, r.kernel);
     s
 }

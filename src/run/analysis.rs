@@ -5,17 +5,31 @@
 //!
 //! Phases: read the histogram's row sample → all pairs among it (histogram, uncertainty model) →
 //! the Gram pass over all rows in the plan's order → done (exact).
+//!
+//! Given a GPU ([`Analysis::set_gpu`]), the Gram pass runs there when the sample says f32 suffices
+//! (`pass::gpu`): `step` stays synchronous and only reads and submits rows; the caller awaits
+//! [`Analysis::settle_gpu`] after each step, [`Analysis::refresh_gpu_estimate`] before a progress
+//! message and [`Analysis::finish_gpu`] once the pass is done (or stopped). Any GPU failure is
+//! [`Error::Gpu`], and the caller then reruns the whole analysis on the CPU.
+
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::explain::geometry::{self, geometry_expected, Geometry, GeometryError, GeometryTiming};
 use crate::pass::accumulate::PairAccumulator;
 use crate::pass::estimate;
+#[cfg(feature = "gpu")]
+use crate::pass::gpu::{
+    gram::{block_rows_for, GpuGram, GramOptions, RawType},
+    GpuError,
+};
+use crate::pass::gpu::{GpuContext, GpuInfo};
 use crate::pass::kernel::{self, Precision, MAX_CHUNK_ROWS};
 use crate::pass::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
 use crate::pass::shares::{PassError, PassPartial, Share};
 use crate::pass::stats::{mean_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts};
-use crate::read::format::decode::decode_rows;
+use crate::read::format::decode::{all_zero, decode_rows};
 use crate::read::format::{DType, TensorInfo};
 use crate::read::locate::{LocateError, TensorRole};
 use crate::read::matrix::{normalise_row, RowFate};
@@ -154,6 +168,104 @@ pub struct Analysis {
     units: Vec<f32>,
     dots: Vec<f32>,
     wide: Vec<f64>,
+    /// The GPU offered for the Gram pass ([`Analysis::set_gpu`]).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    gpu: Option<Rc<GpuContext>>,
+    /// The Gram pass running on it, until its sums are read back ([`Analysis::finish_gpu`]).
+    #[cfg(feature = "gpu")]
+    gpu_pass: Option<GpuRun>,
+    /// Why the GPU offered did not run the pass (the Report's `gpu_fallback`).
+    gpu_declined: Option<String>,
+    /// The adapter that ran the pass, once its sums are in `gram`.
+    gpu_ran: Option<GpuInfo>,
+    /// Blocks whose within-block pairs are in `within` when only some are measured (the GPU pass);
+    /// None when every visited block is.
+    within_measured: Option<u64>,
+}
+
+/// Rows a GPU step reads and submits: the GPU does the arithmetic, so a step is mostly reads.
+#[cfg(feature = "gpu")]
+const GPU_STEP_ROWS: u64 = 1024;
+/// Blocks the GPU may have queued before [`Analysis::settle_gpu`] waits (memory of the uploads).
+#[cfg(feature = "gpu")]
+const GPU_IN_FLIGHT: usize = 4;
+
+/// The GPU Gram pass of an analysis.
+#[cfg(feature = "gpu")]
+struct GpuRun {
+    gram: GpuGram,
+    info: GpuInfo,
+    /// Fates of the rows submitted, as the CPU sees them (checked against the GPU's at the end).
+    counts: RowCounts,
+    started_ms: Option<f64>,
+    /// The last running moments read back ([`Analysis::refresh_gpu_estimate`]) and what the
+    /// analysis had seen at that point.
+    snapshot: Option<GpuSnapshot>,
+}
+
+#[cfg(feature = "gpu")]
+#[derive(Clone, Copy)]
+struct GpuSnapshot {
+    moments: Moments,
+    counts: RowCounts,
+    blocks_seen: u64,
+    within: (f64, f64, u64),
+    within_measured: u64,
+}
+
+/// The fate of a raw row read straight from the file (zero: every value ±0; non-finite: an
+/// exponent of all ones), as `normalise_row` decides it for the decoded row.
+#[cfg(feature = "gpu")]
+fn raw_fate(row: &[u8], kind: RawType) -> RowFate {
+    let (mut zero, mut finite) = (true, true);
+    match kind {
+        RawType::F32 => {
+            for b in row.chunks_exact(4) {
+                let bits = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff;
+                zero &= bits == 0;
+                finite &= bits < 0x7f80_0000;
+            }
+        }
+        RawType::Bf16 | RawType::F16 => {
+            let exponent = if kind == RawType::Bf16 { 0x7f80 } else { 0x7c00 };
+            for b in row.chunks_exact(2) {
+                let bits = u16::from_le_bytes([b[0], b[1]]) & 0x7fff;
+                zero &= bits == 0;
+                finite &= bits & exponent != exponent;
+            }
+        }
+    }
+    if !finite {
+        RowFate::NonFinite
+    } else if zero {
+        RowFate::Zero
+    } else {
+        RowFate::Kept
+    }
+}
+
+/// The fate of a decoded row, as `normalise_row` decides it.
+#[cfg(feature = "gpu")]
+fn decoded_fate(row: &[f32]) -> RowFate {
+    if row.iter().any(|x| !x.is_finite()) {
+        RowFate::NonFinite
+    } else if row.iter().all(|&x| x == 0.0) {
+        RowFate::Zero
+    } else {
+        RowFate::Kept
+    }
+}
+
+/// Within-block sums measured on `measured` of `seen` visited blocks, scaled to all `seen`: the
+/// measured blocks are every k-th of the plan's seeded random order, an unbiased sample of them.
+fn scaled_within(within: (f64, f64, u64), seen: u64, measured: Option<u64>) -> (f64, f64, u64) {
+    match measured {
+        Some(m) if m > 0 && m < seen => {
+            let f = seen as f64 / m as f64;
+            (within.0 * f, within.1 * f, (within.2 as f64 * f).round() as u64)
+        }
+        _ => within,
+    }
 }
 
 impl Analysis {
@@ -223,6 +335,12 @@ impl Analysis {
             units: Vec::new(),
             dots: Vec::new(),
             wide: Vec::new(),
+            gpu: None,
+            #[cfg(feature = "gpu")]
+            gpu_pass: None,
+            gpu_declined: None,
+            gpu_ran: None,
+            within_measured: None,
             tensor,
             config,
         })
@@ -279,30 +397,82 @@ impl Analysis {
                 self.step_sample_pairs();
                 if self.phase != Phase::SamplePairs {
                     self.choose_precision();
+                    self.start_gpu()?;
                 }
             }
+            Phase::Pass if self.on_gpu() => self.step_pass_gpu()?,
             Phase::Pass => self.step_pass()?,
             Phase::Done => {}
+        }
+        if self.phase == Phase::Done {
+            // The f32 kernel's last, partial batch (`GramMoments::flush`): the report reads G next.
+            self.gram.flush();
         }
         Ok(self.phase)
     }
 
     /// Runs to the end (CLI, tests).
-    pub fn run(mut self, progress: &mut dyn FnMut(&Progress)) -> Result<Self, Error> {
+    /// Natively a GPU pass is waited for on this thread (a browser awaits `settle_gpu`,
+    /// `refresh_gpu_estimate` and `finish_gpu` itself).
+    pub fn run(mut self) -> Result<Self, Error> {
+        // No progress between steps: `progress()` reads all of G (67 MB at d = 4096), which cost a
+        // helper thread about a quarter of its time when it was built after every step.
         while self.step()? != Phase::Done {
-            progress(&self.progress());
+            #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+            crate::pass::gpu::block_on(self.settle_gpu())?;
         }
+        #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+        crate::pass::gpu::block_on(self.finish_gpu())?;
         Ok(self)
     }
 
-    /// Reads `count` rows from `first` into `self.decoded` (`count × dim` f32).
-    fn read_rows(&mut self, first: u64, count: usize) -> Result<(), Error> {
+    /// Reads `count` rows from `first` into `self.decoded` (`count × dim` f32); returns how many
+    /// were decoded: `count`, or 0 when every byte was zero. Zero bytes are zero rows in every dtype
+    /// (`decode::all_zero`), which the pass drops: skipping their decode and norms lets an all-zero
+    /// tensor be refused at the speed of its reads.
+    fn read_rows(&mut self, first: u64, count: usize) -> Result<usize, Error> {
         let start = self.tensor.byte_range.0 + first * self.row_bytes;
         self.raw.resize(count * self.row_bytes as usize, 0);
         self.source.read_at(start, &mut self.raw)?;
+        if all_zero(&self.raw) {
+            return Ok(0);
+        }
         self.decoded.resize(count * self.dim, 0.0);
         decode_rows(&self.raw, &self.tensor.dtype, self.dim, &mut self.decoded)
-            .map_err(|source| Error::Decode { tensor: self.tensor.name.clone(), source })
+            .map_err(|source| Error::Decode { tensor: self.tensor.name.clone(), source })?;
+        Ok(count)
+    }
+
+    /// The byte ranges (offset in the source, length) the next steps will read, in the order they
+    /// will read them, at most `n`: the rest of the histogram's sample, then this share's blocks of
+    /// the pass. A worker reads them ahead (one browser read costs ~0.7 ms whatever its size); the
+    /// pass itself never needs this.
+    pub fn upcoming_reads(&self, n: usize) -> Vec<(u64, u64)> {
+        let sample = match self.phase {
+            Phase::Sample => self.plan.sample().get(self.sample_read..).unwrap_or(&[]),
+            _ => &[],
+        };
+        let pass = match self.phase {
+            Phase::Done => 0..0,
+            _ => self.next_block..self.pass_target().max(self.next_block),
+        };
+        let stride = self.share.of.max(1) as usize;
+        let pass = pass.step_by(stride).filter_map(|i| self.plan.blocks.get(i).copied());
+        sample
+            .iter()
+            .copied()
+            .chain(pass)
+            .take(n)
+            .map(|b| {
+                let (first, stop) = self.plan.block_range(b);
+                (self.tensor.byte_range.0 + first * self.row_bytes, (stop - first) * self.row_bytes)
+            })
+            .collect()
+    }
+
+    /// The index of the file this analysis reads (`TensorInfo::file`).
+    pub fn file(&self) -> usize {
+        self.tensor.file
     }
 
     fn step_sample(&mut self) -> Result<(), Error> {
@@ -310,8 +480,11 @@ impl Analysis {
         if let Some(&block) = self.plan.sample().get(self.sample_read) {
             let (first, stop) = self.plan.block_range(block);
             let count = (stop - first) as usize;
-            self.read_rows(first, count)?;
-            for r in 0..count {
+            let decoded = self.read_rows(first, count)?;
+            for _ in decoded..count {
+                self.sample_counts.record(RowFate::Zero);
+            }
+            for r in 0..decoded {
                 let at = self.sample_units.len();
                 self.sample_units.resize(at + self.dim_padded, 0.0);
                 let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.sample_units[at..]);
@@ -403,6 +576,238 @@ impl Analysis {
         self.gram.precision()
     }
 
+    /// Offers a GPU for the Gram pass; call before the first step. It runs there when the sample
+    /// says f32 suffices, the pass uses the Gram route and is not split over workers; otherwise on
+    /// the CPU, and [`Analysis::gpu_declined`] says why.
+    pub fn set_gpu(&mut self, gpu: Rc<GpuContext>) {
+        self.gpu = Some(gpu);
+    }
+
+    /// Why the GPU offered did not run the pass (None: none was offered, or it ran it).
+    pub fn gpu_declined(&self) -> Option<&str> {
+        self.gpu_declined.as_deref()
+    }
+
+    /// The adapter that ran the Gram pass, once its sums were read back.
+    pub fn gpu_info(&self) -> Option<&GpuInfo> {
+        self.gpu_ran.as_ref()
+    }
+
+    /// Whether the Gram pass is running on the GPU (its sums not yet read back).
+    pub fn on_gpu(&self) -> bool {
+        #[cfg(feature = "gpu")]
+        return self.gpu_pass.is_some();
+        #[cfg(not(feature = "gpu"))]
+        false
+    }
+
+    /// After `choose_precision`: starts the GPU pass where it gives the CPU pass's answer (f32
+    /// with the Gram route, the whole pass), or records why not. The GPU's centre is the CPU f32
+    /// pass's: the sample's mean unit row.
+    fn start_gpu(&mut self) -> Result<(), Error> {
+        #[cfg(feature = "gpu")]
+        {
+            let Some(ctx) = self.gpu.clone() else { return Ok(()) };
+            let cpu = "the pass ran on the CPU";
+            let declined = if self.share.of > 1 {
+                Some(format!("the pass is split over {} workers; {cpu}", self.share.of))
+            } else {
+                match &self.gram {
+                    PairAccumulator::Rows(_) => Some(format!("few rows: pair cosines summed directly; {cpu}")),
+                    PairAccumulator::Gram(g) if g.precision() == Precision::F64 => {
+                        Some(if self.config.precision == Precision::F64 {
+                            "f64 was asked for (precision=f64); the exact f64 pass ran on the CPU".to_string()
+                        } else {
+                            format!(
+                                "the sample says f32 is not enough: {}; the exact f64 pass ran on the CPU",
+                                self.precision_reason
+                            )
+                        })
+                    }
+                    PairAccumulator::Gram(_) => None,
+                }
+            };
+            if let Some(why) = declined {
+                self.gpu_declined = Some(why);
+                return Ok(());
+            }
+            let centre = mean_row(&self.sample_units, self.dim_padded);
+            let options = GramOptions { max_binding_bytes: None, block_rows: block_rows_for(self.dim) };
+            let info = ctx.info().clone();
+            let gram = GpuGram::new(ctx, self.dim, centre.as_deref(), options)?;
+            // The CPU accumulator's d²/2 values are not needed until the sums come back.
+            self.gram = PairAccumulator::Gram(GramMoments::with_precision(0, Precision::F32));
+            self.within_measured = Some(0);
+            self.gpu_pass = Some(GpuRun {
+                gram,
+                info,
+                counts: RowCounts::default(),
+                started_ms: crate::pass::kernel::bench::now_ms(),
+                snapshot: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// One step of the GPU pass: up to [`GPU_STEP_ROWS`] rows read in the plan's order and
+    /// submitted (raw F32/BF16/F16 bytes as they are, other types decoded here); nothing waits for
+    /// the GPU. The running estimate's within-block stratum is measured on the CPU for every
+    /// ⌈d/256⌉-th block of the plan's seeded random order only: k²·d/2 multiply-adds for a block
+    /// of k rows against the GPU's k·d²/2, so the CPU keeps up, and the blocks measured are an
+    /// unbiased sample of those visited (`scaled_within`). It never touches the exact sums.
+    #[cfg(feature = "gpu")]
+    fn step_pass_gpu(&mut self) -> Result<(), Error> {
+        let target = self.pass_target();
+        let Some(run) = self.gpu_pass.as_mut() else { return Ok(()) };
+        if self.next_block >= target {
+            self.phase = Phase::Done;
+            return Ok(());
+        }
+        let blocks_per_step = (GPU_STEP_ROWS / self.plan.block_rows.max(1)).max(1) as usize;
+        let end = (self.next_block + blocks_per_step).min(target);
+        let estimating = end < self.plan.blocks.len();
+        let every = self.dim.div_ceil(256).max(1);
+        let kind = RawType::of(&self.tensor.dtype);
+        let (dim, d, row_bytes) = (self.dim, self.dim_padded, self.row_bytes as usize);
+        for bi in self.next_block..end {
+            let Some(&block) = self.plan.blocks.get(bi) else { break };
+            self.blocks_seen += 1;
+            let (first, stop) = self.plan.block_range(block);
+            let count = (stop - first) as usize;
+            self.raw.resize(count * row_bytes, 0);
+            self.source.read_at(self.tensor.byte_range.0 + first * self.row_bytes, &mut self.raw)?;
+            let measure = estimating && bi % every == 0;
+            if kind.is_none() || measure {
+                self.decoded.resize(count * dim, 0.0);
+                decode_rows(&self.raw, &self.tensor.dtype, dim, &mut self.decoded)
+                    .map_err(|source| Error::Decode { tensor: self.tensor.name.clone(), source })?;
+            }
+            match kind {
+                Some(kind) => {
+                    for row in self.raw.chunks_exact(row_bytes.max(1)).take(count) {
+                        run.counts.record(raw_fate(row, kind));
+                    }
+                    run.gram.add_raw_rows(&self.raw, &self.tensor.dtype)?;
+                }
+                None => {
+                    for row in self.decoded.chunks_exact(dim.max(1)).take(count) {
+                        run.counts.record(decoded_fate(row));
+                    }
+                    run.gram.add_rows(&self.decoded[..count * dim])?;
+                }
+            }
+            if measure {
+                self.wide.resize(count * d, 0.0);
+                let mut kept = 0;
+                for r in 0..count {
+                    let (Some(row), Some(out)) =
+                        (self.decoded.get(r * dim..(r + 1) * dim), self.wide.get_mut(kept * d..(kept + 1) * d))
+                    else {
+                        break;
+                    };
+                    if normalise_row(row, out) == RowFate::Kept {
+                        kept += 1;
+                    }
+                }
+                // f32 dot products through the SIMD kernel: this stratum only steers an estimate.
+                self.units.clear();
+                self.units.extend(self.wide[..kept * d].iter().map(|&x| x as f32));
+                self.dots.resize(kept * kept, 0.0);
+                kernel::dots(&self.units, &self.units, d, &mut self.dots);
+                let (w1, w2, wp) = within_block_sums(&self.dots, kept);
+                self.within = (self.within.0 + w1, self.within.1 + w2, self.within.2 + wp);
+                self.within_measured = Some(self.within_measured.unwrap_or(0) + 1);
+            }
+        }
+        self.next_block = end;
+        if self.next_block >= target {
+            self.phase = Phase::Done;
+        }
+        Ok(())
+    }
+
+    #[cfg(not(feature = "gpu"))]
+    fn step_pass_gpu(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Waits until the GPU has at most a few blocks queued (the memory of their uploads); the
+    /// caller awaits it after each step. Nothing to do on the CPU.
+    pub async fn settle_gpu(&mut self) -> Result<(), Error> {
+        #[cfg(feature = "gpu")]
+        if let Some(run) = self.gpu_pass.as_mut() {
+            run.gram.settle(GPU_IN_FLIGHT).await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the GPU pass's running moments back (O(d) words) for [`Analysis::progress`]'s
+    /// running ε; the caller awaits it when a progress message is due. Nothing to do on the CPU.
+    pub async fn refresh_gpu_estimate(&mut self) -> Result<(), Error> {
+        #[cfg(feature = "gpu")]
+        if let Some(run) = self.gpu_pass.as_mut() {
+            if run.counts.kept >= 2 {
+                if let Some(moments) = run.gram.running_moments().await? {
+                    run.snapshot = Some(GpuSnapshot {
+                        moments,
+                        counts: run.counts,
+                        blocks_seen: self.blocks_seen,
+                        within: self.within,
+                        within_measured: self.within_measured.unwrap_or(0),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the GPU pass's s and G back once, into the accumulator the CPU pass would have made,
+    /// so that the report and the spectrum read them unchanged. Call when `step` says done, or
+    /// after a stop (the estimate then covers the blocks seen, as on the CPU). Nothing to do on
+    /// the CPU.
+    pub async fn finish_gpu(&mut self) -> Result<(), Error> {
+        #[cfg(feature = "gpu")]
+        if let Some(run) = self.gpu_pass.take() {
+            let flops = run.gram.flops();
+            let sums = run.gram.finish_async().await?;
+            if sums.counts != run.counts {
+                return Err(GpuError::Reported(format!(
+                    "the GPU counted {:?} rows where the CPU counted {:?}",
+                    sums.counts, run.counts
+                ))
+                .into());
+            }
+            let ms = match (run.started_ms, crate::pass::kernel::bench::now_ms()) {
+                (Some(start), Some(end)) => end - start,
+                _ => 0.0,
+            };
+            let (counts, dim, (n2, n4)) = (sums.counts, sums.dim(), sums.norm_sums());
+            let sum = sums.sum().to_vec();
+            let gram = sums.into_gram();
+            self.gram = PairAccumulator::Gram(GramMoments::from_sums(
+                counts,
+                dim,
+                Precision::F32,
+                &sum,
+                n2,
+                n4,
+                gram,
+                (flops, ms),
+            ));
+            self.gpu_ran = Some(run.info);
+        }
+        Ok(())
+    }
+
+    /// Rows counted so far: the CPU's record of the rows sent while the GPU pass runs.
+    fn counts(&self) -> RowCounts {
+        #[cfg(feature = "gpu")]
+        if let Some(run) = &self.gpu_pass {
+            return run.counts;
+        }
+        self.gram.counts()
+    }
+
     /// Blocks the pass visits: all, or the first ones holding at least `stop_after_rows` rows.
     fn pass_target(&self) -> usize {
         match self.config.stop_after_rows {
@@ -434,13 +839,16 @@ impl Analysis {
             self.blocks_seen += 1;
             let (first, stop) = self.plan.block_range(block);
             let count = (stop - first) as usize;
-            self.read_rows(first, count)?;
+            let decoded = self.read_rows(first, count)?;
+            for _ in decoded..count {
+                self.gram.record(RowFate::Zero);
+            }
             if kept + count > MAX_CHUNK_ROWS {
                 self.gram.add_unit_rows(&self.wide[..kept * d]);
                 kept = 0;
             }
             let block_start = kept;
-            for r in 0..count {
+            for r in 0..decoded {
                 let fate = normalise_row(
                     &self.decoded[r * self.dim..(r + 1) * self.dim],
                     &mut self.wide[kept * d..(kept + 1) * d],
@@ -480,41 +888,54 @@ impl Analysis {
 
     /// Moments of all pairs: exact once every block was visited, before that
     /// [`estimate::stratified_moments`] over the blocks seen.
-    fn running_moments(&self) -> Option<Moments> {
-        let all = self.gram.moments()?;
-        if self.is_exact() {
-            return Some(all);
+    /// While the GPU pass runs, they are those of its last read-back ([`Analysis::refresh_gpu_estimate`]),
+    /// with what the analysis had seen then. Also returns the blocks and the counts they cover.
+    fn running_moments(&self) -> Option<(Moments, u64, RowCounts)> {
+        let total = self.plan.blocks.len() as u64;
+        #[cfg(feature = "gpu")]
+        if let Some(run) = &self.gpu_pass {
+            let s = run.snapshot?;
+            if s.blocks_seen >= total {
+                return Some((s.moments, s.blocks_seen, s.counts));
+            }
+            let within = scaled_within(s.within, s.blocks_seen, Some(s.within_measured));
+            let seen = estimate::BlocksSeen { within, seen: s.blocks_seen, total };
+            return Some((
+                estimate::stratified_moments(&s.moments, s.counts, seen, self.rows),
+                s.blocks_seen,
+                s.counts,
+            ));
         }
-        let seen =
-            estimate::BlocksSeen { within: self.within, seen: self.blocks_seen, total: self.plan.blocks.len() as u64 };
-        Some(estimate::stratified_moments(&all, self.gram.counts(), seen, self.rows))
+        // Mid-pass, the rows already through the kernel; at Done (flushed), all of them.
+        let all = self.gram.moments_so_far()?;
+        let counts = self.gram.counts();
+        if self.is_exact() {
+            return Some((all, self.blocks_seen, counts));
+        }
+        let within = scaled_within(self.within, self.blocks_seen, self.within_measured);
+        let seen = estimate::BlocksSeen { within, seen: self.blocks_seen, total };
+        Some((estimate::stratified_moments(&all, counts, seen, self.rows), self.blocks_seen, counts))
     }
 
     /// Running estimate: ε with its standard error.
     fn running(&self) -> Option<(Moments, f64, Option<f64>)> {
-        let m = self.running_moments()?;
+        let (m, blocks, counts) = self.running_moments()?;
         let eps = estimate::epsilon(m.mu, m.sigma);
-        let se = if self.is_exact() {
+        let total = self.plan.blocks.len() as u64;
+        let se = if blocks >= total {
             Some(0.0)
         } else {
-            let population = self.rows.saturating_sub(self.gram.counts().dropped());
-            self.pair_sample.as_ref().and_then(|s| {
-                estimate::epsilon_standard_error(
-                    s,
-                    &m,
-                    self.blocks_seen,
-                    self.plan.blocks.len() as u64,
-                    m.rows,
-                    population,
-                )
-            })
+            let population = self.rows.saturating_sub(counts.dropped());
+            self.pair_sample
+                .as_ref()
+                .and_then(|s| estimate::epsilon_standard_error(s, &m, blocks, total, m.rows, population))
         };
         Some((m, eps, se))
     }
 
     /// Whether the pass has a running ε yet (two usable rows); cheap, unlike [`Self::progress`].
     pub fn has_estimate(&self) -> bool {
-        self.gram.counts().kept >= 2
+        self.counts().kept >= 2
     }
 
     pub fn progress(&self) -> Progress {
@@ -541,7 +962,7 @@ impl Analysis {
         Progress {
             phase: self.phase,
             fraction: if self.phase == Phase::Done { 1.0 } else { (done / total).clamp(0.0, 1.0) },
-            rows_seen: self.gram.counts().seen,
+            rows_seen: self.counts().seen,
             rows: self.rows,
             epsilon: running.as_ref().map(|r| r.1),
             epsilon_se: running.and_then(|r| r.2),
@@ -551,7 +972,12 @@ impl Analysis {
 
     /// The report for what has been computed so far: exact once every row was visited, else an
     /// estimate with its interval. Fails when fewer than two usable rows were seen.
+    /// A GPU pass must have been read back first ([`Analysis::finish_gpu`]).
     pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {
+        #[cfg(feature = "gpu")]
+        if self.on_gpu() {
+            return Err(GpuError::NotFinished.into());
+        }
         let counts = self.gram.counts();
         let too_few = || Error::TooFewRows {
             tensor: self.tensor.name.clone(),
@@ -563,7 +989,12 @@ impl Analysis {
         let (moments, _, se) = self.running().ok_or_else(too_few)?;
         let empty = PairSample::new(Vec::new());
         let precision = self.precision();
-        Ok(Report::from_pass(PassOutcome {
+        let (kernel, workers) = match &self.gpu_ran {
+            // The precision last, as every kernel name has it (a permalink reads it from there).
+            Some(gpu) => (format!("wgsl gram ({}) f32", gpu.backend), 1),
+            None => (format!("{} {}", kernel::kernel_name(precision), precision.name()), self.share.of.max(1)),
+        };
+        let mut report = Report::from_pass(PassOutcome {
             file: &self.origin.file,
             format: &self.origin.format,
             tensor: &self.tensor.name,
@@ -579,18 +1010,22 @@ impl Analysis {
             seed: self.config.seed,
             sample: self.pair_sample.as_ref().unwrap_or(&empty),
             timing_ms,
-            workers: self.share.of.max(1),
-            kernel: format!("{} {}", kernel::kernel_name(precision), precision.name()),
+            workers,
+            kernel,
             precision: precision.name(),
             precision_reason: &self.precision_reason,
             gram_gflops: self.gram.kernel_gflops(),
             accumulator_bytes: self.gram.bytes() as u64,
-        }))
+        });
+        report.gpu = self.gpu_ran.clone();
+        report.gpu_fallback = self.gpu_declined.clone();
+        Ok(report)
     }
 
     /// The spectrum of G/V and the coordinates that carry μ, for [`Report::geometry`]: `Ok(None)`
     /// unless the pass visited every row (the G of a prefix is an estimate) and d is at most
-    /// [`crate::explain::geometry::MAX_GEOMETRY_DIM`]. Takes seconds at d = 4096, so [`Analysis::report`] leaves it to the
+    /// [`crate::explain::geometry::MAX_GEOMETRY_DIM`] (every width the pass takes; past 4096 the leading
+    /// eigenvalues by Lanczos). Takes seconds at d = 4096, so [`Analysis::report`] leaves it to the
     /// caller, which may show the result first.
     pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
         if !geometry_expected(self.is_exact(), self.dim as u64) || self.phase != Phase::Done {

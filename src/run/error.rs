@@ -2,6 +2,7 @@
 
 use thiserror::Error;
 
+use crate::pass::gpu::GpuError;
 use crate::read::format::decode::DecodeError;
 use crate::read::format::FormatError;
 use crate::read::locate::LocateError;
@@ -37,6 +38,10 @@ pub enum Error {
     /// The row width is not a whole number of the dtype's blocks.
     #[error("tensor '{tensor}': a row of {dim} {dtype} elements is not a whole number of blocks")]
     RowNotWholeBlocks { tensor: String, dim: u64, dtype: String },
+    /// The GPU Gram pass failed (no adapter, a lost device, a reported error): the caller reruns
+    /// the whole analysis on the CPU.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
     /// Fewer than two usable rows remain after dropping zero and non-finite rows.
     #[error("tensor '{tensor}': only {kept} usable row(s) of {rows} ({zero} all-zero, {nonfinite} with NaN/Inf dropped); ε needs at least two")]
     TooFewRows { tensor: String, rows: u64, kept: u64, zero: u64, nonfinite: u64 },

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::explain::geometry::{Geometry, GeometryError, GeometryTiming};
 use crate::pass::accumulate::rows_within;
+use crate::pass::gpu::GpuContext;
 use crate::pass::kernel::MAX_CHUNK_ROWS;
 use crate::pass::shares::{PassPartial, Share};
 use crate::read::format::set::{read_model_set, ModelSet};
@@ -47,13 +48,27 @@ pub struct Opened {
     pub ignored: Vec<String>,
 }
 
-/// What a job may read besides the chosen tensor's rows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a job may read besides the chosen tensor's rows, and where its pass may run.
+#[derive(Clone, Default)]
 pub struct JobOptions {
     /// Read the headers and the chosen tensor's rows only: no sampled unembedding pass and no
     /// byte comparison for the tied check. For models opened by URL, where every byte read is
     /// downloaded and the user asked for the embedding alone.
     pub tensor_bytes_only: bool,
+    /// A GPU for the embedding's Gram pass ([`Analysis::set_gpu`]): the caller then awaits
+    /// [`Job::settle_gpu`] after each step, [`Job::refresh_gpu_estimate`] before a progress
+    /// message and [`Job::finish_gpu`] before the report, and reruns the job on the CPU if any of
+    /// them (or a step) ends in [`Error::Gpu`].
+    pub gpu: Option<Rc<GpuContext>>,
+}
+
+impl std::fmt::Debug for JobOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobOptions")
+            .field("tensor_bytes_only", &self.tensor_bytes_only)
+            .field("gpu", &self.gpu.as_ref().map(|g| g.info()))
+            .finish()
+    }
 }
 
 /// Whether the unembedding is the embedding.
@@ -150,8 +165,11 @@ impl Job {
         let role = role_of_choice(&model, &info.name);
         let opened = Opened::new(&set, &model, &located, &info.name, &reason);
         // The shape checks come first: nothing below reads or allocates for a tensor they refuse.
-        let embedding =
+        let mut embedding =
             Analysis::new(Box::new(source_of(&info)?), info.clone(), origin(&info, &reason, role), config.clone())?;
+        if let Some(gpu) = options.gpu.clone() {
+            embedding.set_gpu(gpu);
+        }
         let vocab = if model.vocab.is_empty() {
             crate::read::vocab::from_sources(&sources, &set.files)
         } else {
@@ -242,15 +260,62 @@ impl Job {
         }
     }
 
+    /// What the next steps will read, at most `n` ranges: the file's index and its byte ranges in
+    /// reading order ([`Analysis::upcoming_reads`]), the embedding's until its pass is done, then
+    /// the unembedding's. A worker reads them ahead of the steps.
+    pub fn upcoming_reads(&self, n: usize) -> (usize, Vec<(u64, u64)>) {
+        let analysis = match &self.unembedding {
+            Some(u) if self.embedding.phase() == Phase::Done => u,
+            _ => &self.embedding,
+        };
+        if self.stopped {
+            return (analysis.file(), Vec::new());
+        }
+        (analysis.file(), analysis.upcoming_reads(n))
+    }
+
     /// Ends the job where it stands: the report then carries estimates with their intervals.
     pub fn stop(&mut self) {
         self.stopped = true;
     }
 
-    /// Runs to the end (CLI, tests).
+    /// Runs to the end (CLI, tests). Natively a GPU pass is waited for on this thread; in a
+    /// browser the caller awaits [`Job::settle_gpu`] and [`Job::finish_gpu`] instead.
     pub fn run(mut self) -> Result<Self, Error> {
-        while !self.step()? {}
+        while !self.step()? {
+            #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+            crate::pass::gpu::block_on(self.settle_gpu())?;
+        }
+        #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+        crate::pass::gpu::block_on(self.finish_gpu())?;
         Ok(self)
+    }
+
+    /// Offers `gpu` to the embedding's Gram pass, as [`JobOptions::gpu`] does (before the first step).
+    pub fn set_gpu(&mut self, gpu: Rc<GpuContext>) {
+        self.embedding.set_gpu(gpu);
+    }
+
+    /// [`Analysis::settle_gpu`] of the embedding: await after each step (nothing on the CPU).
+    pub async fn settle_gpu(&mut self) -> Result<(), Error> {
+        self.embedding.settle_gpu().await
+    }
+
+    /// [`Analysis::refresh_gpu_estimate`] of the embedding: await before [`Job::progress`] when a
+    /// progress message is due (nothing on the CPU).
+    pub async fn refresh_gpu_estimate(&mut self) -> Result<(), Error> {
+        self.embedding.refresh_gpu_estimate().await
+    }
+
+    /// [`Analysis::finish_gpu`] of the embedding: await once `step` says done or after
+    /// [`Job::stop`], before [`Job::report`] (nothing on the CPU).
+    pub async fn finish_gpu(&mut self) -> Result<(), Error> {
+        self.embedding.finish_gpu().await
+    }
+
+    /// Whether the embedding's Gram pass is running on the GPU (its sums not yet read back).
+    pub fn on_gpu(&self) -> bool {
+        self.embedding.on_gpu()
     }
 
     /// Whether the embedding's pass has a running ε yet (cheap: no ‖G‖ is computed).

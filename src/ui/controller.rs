@@ -255,6 +255,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         | Response::Cancelled
         | Response::Split { .. }
         | Response::Partial
+        | Response::GpuFailed { .. }
         | Response::Crashed { .. } => {}
         Response::Opened(opened) => {
             // Re-running another tensor of the same files keeps the picker as it is (and the
@@ -353,8 +354,13 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
         let crash = if source == SourceSpec::Files { c.params.crash.take() } else { None };
         let size = pool_size(c.params.workers);
         let pool = c.client.get_or_insert_with(|| Pool::new(size, move |envelope| on_response(state, envelope)));
-        let settings =
-            RunSettings { seed: c.params.seed, stop_after_rows: c.params.rows, precision: c.params.precision, crash };
+        let settings = RunSettings {
+            seed: c.params.seed,
+            stop_after_rows: c.params.rows,
+            precision: c.params.precision,
+            gpu: c.params.gpu,
+            crash,
+        };
         pool.analyze(c.run, source, files, tensor, settings);
     });
 }

@@ -2,12 +2,15 @@
 //! `?embed=1`, `?rows=N` (stop after N rows with an estimate), and `?url=URL` / `?hf=org/name[@rev]`
 //! (with `?hf_endpoint=URL` for a mirror) to open a model over HTTP Range reads. `?precision=f64`
 //! forces the f64 Gram kernel; `?kernel=simd128` (read by `worker::client::worker_url`) forces the
-//! plain SIMD worker build; `?workers=N` sets the worker pool's size; `?crash_after_rows=N` (with
-//! `?crash=oom` for an out-of-memory instead of a panic) is a test hook of the end-to-end tests'
-//! build only (cargo feature `test-hooks`).
+//! plain SIMD worker build; `?workers=N` sets the worker pool's size; `?gpu=0` keeps the pass on the
+//! CPU pool and `?gpu=1` lets it use any GPU adapter, software ones included (default: a GPU that is
+//! not a fallback adapter, if the browser offers one); `?crash_after_rows=N` (with `?crash=oom` for
+//! an out-of-memory instead of a panic, `?crash=gpu-lost` for a lost GPU device) is a test hook of
+//! the end-to-end tests' build only (cargo feature `test-hooks`).
 
 use web_sys::UrlSearchParams;
 
+use crate::pass::gpu::GpuChoice;
 use crate::pass::kernel::Precision;
 use crate::pass::plan::DEFAULT_SEED;
 use crate::read::demo::DEFAULT_DEMO;
@@ -36,6 +39,8 @@ pub struct Params {
     pub centred: bool,
     /// `?workers=N`: the size of the worker pool (default: the logical cores, at most 16).
     pub workers: Option<u32>,
+    /// `?gpu=0` / `?gpu=1`: where the Gram sums run (see the module's comment).
+    pub gpu: GpuChoice,
     /// `?crash_after_rows=N` (`&crash=oom`), a test hook: a worker of the first analysis panics
     /// (or runs out of memory) after N rows, to show the page recovers (`worker::pool`). Harmless:
     /// it only ends that run with a message.
@@ -65,6 +70,11 @@ impl Params {
             },
             centred: flag("centred"),
             workers: get("workers").and_then(|s| s.trim().parse().ok()).filter(|&n| n >= 1),
+            gpu: match get("gpu").as_deref().map(str::trim) {
+                Some("0" | "false") => GpuChoice::Off,
+                Some("1" | "true") => GpuChoice::Any,
+                _ => GpuChoice::Auto,
+            },
             crash: test_crash(&get),
         }
     }
@@ -86,7 +96,11 @@ impl Params {
 fn test_crash(get: &dyn Fn(&str) -> Option<String>) -> Option<TestCrash> {
     get("crash_after_rows").and_then(|s| s.trim().parse().ok()).map(|after_rows| TestCrash {
         after_rows,
-        kind: if get("crash").is_some_and(|k| k.trim() == "oom") { CrashKind::OutOfMemory } else { CrashKind::Panic },
+        kind: match get("crash").as_deref().map(str::trim) {
+            Some("oom") => CrashKind::OutOfMemory,
+            Some("gpu-lost") => CrashKind::GpuLost,
+            _ => CrashKind::Panic,
+        },
     })
 }
 

@@ -8,7 +8,9 @@
 //! screen is the rows seen over all workers; the running ε is the lead's, whose share is itself a
 //! random subset of the blocks (and takes in each helper's rows as its partial arrives). A crashed
 //! worker (panic, trap, out of memory) fails the run at once and the whole pool is replaced: the
-//! others would wait for its partial forever.
+//! others would wait for its partial forever. A pass on the GPU runs in the lead alone; when its GPU
+//! fails ([`Response::GpuFailed`]) the pool runs the same analysis again on the CPU, split as usual,
+//! and its Report says why (`gpu_fallback`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -17,7 +19,8 @@ use wasm_bindgen::JsValue;
 use web_sys::File;
 
 use super::client::WorkerClient;
-use super::protocol::{Envelope, Request, Response, RunSettings, SourceSpec};
+use super::protocol::{CrashKind, Envelope, Request, Response, RunSettings, SourceSpec};
+use crate::pass::gpu::GpuChoice;
 use crate::pass::shares::{Share, MAX_WORKERS};
 use crate::run::analysis::Progress;
 
@@ -33,6 +36,7 @@ struct Current {
     run: u64,
     source: SourceSpec,
     files: Vec<File>,
+    tensor: Option<String>,
     settings: RunSettings,
     /// Workers the pass is split over (1 until the lead says otherwise).
     of: u32,
@@ -100,6 +104,18 @@ impl Pool {
         tensor: Option<String>,
         settings: RunSettings,
     ) {
+        self.start(run, source, files, tensor, settings, None);
+    }
+
+    fn start(
+        &self,
+        run: u64,
+        source: SourceSpec,
+        files: Vec<File>,
+        tensor: Option<String>,
+        settings: RunSettings,
+        gpu_fallback: Option<String>,
+    ) {
         let workers = match source {
             SourceSpec::Files => self.inner.borrow().size,
             _ => 1,
@@ -108,16 +124,31 @@ impl Pool {
             run,
             source: source.clone(),
             files: files.clone(),
+            tensor: tensor.clone(),
             settings,
             of: 1,
             progress: vec![None],
             over: false,
         });
-        // The test crash goes to the last worker of the run: a helper when the pass is split.
-        let crash = if workers == 1 { settings.crash } else { None };
+        // The test crash goes to the last worker of the run: a helper when the pass is split. A lost
+        // GPU goes to the lead, the one worker a GPU pass runs in.
+        let gpu_lost = settings.crash.is_some_and(|c| c.kind == CrashKind::GpuLost);
+        let crash = if workers == 1 || gpu_lost { settings.crash } else { None };
         let settings = RunSettings { crash, ..settings };
-        let request = Request::Analyze { run, source, tensor, settings, workers };
+        let request = Request::Analyze { run, source, tensor, settings, workers, gpu_fallback };
         self.client(0).send(request, files);
+    }
+
+    /// The lead's GPU failed mid-pass: the same run again, on the CPU pool (the lead's loop for it
+    /// has ended; the helpers had no share). The test crash is not repeated.
+    fn rerun_on_cpu(&self, run: u64, message: String) {
+        let again = self.inner.borrow().current.as_ref().filter(|c| c.run == run && !c.over).map(|c| {
+            let settings = RunSettings { gpu: GpuChoice::Off, crash: None, ..c.settings };
+            (c.source.clone(), c.files.clone(), c.tensor.clone(), settings)
+        });
+        if let Some((source, files, tensor, settings)) = again {
+            self.start(run, source, files, tensor, settings, Some(message));
+        }
     }
 
     /// Ends the pass of every worker of the run after its current step; the lead reports the
@@ -208,6 +239,7 @@ impl Pool {
                 }
             }
             Response::Failed { message } => self.fail(run, message, false),
+            Response::GpuFailed { message } if index == 0 => self.rerun_on_cpu(run, message),
             other if index == 0 => self.emit(Envelope { run, response: other }),
             _ => {}
         }
@@ -227,7 +259,7 @@ impl Pool {
         };
         for index in 1..of {
             let Some(share) = Share::new(index, of) else { continue };
-            let crash = if index + 1 == of { settings.crash } else { None };
+            let crash = settings.crash.filter(|c| index + 1 == of && c.kind != CrashKind::GpuLost);
             let settings = RunSettings { crash, ..settings };
             let request = Request::Share { run, source: source.clone(), tensor: tensor.clone(), share, settings };
             self.client(index as usize).send(request, files.clone());

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::explain::centred::Centred;
 use crate::explain::geometry::Geometry;
 use crate::explain::neighbours::Neighbours;
+use crate::pass::gpu::GpuChoice;
 use crate::pass::kernel::Precision;
 use crate::read::matrix::Query;
 
@@ -40,6 +41,10 @@ pub struct RunSettings {
     /// `?precision=f64` forces the f64 Gram kernel (default f32, see `kernel::Precision`).
     #[serde(default)]
     pub precision: Precision,
+    /// Where the exact pass's Gram sums run: `?gpu=0` the CPU pool, `?gpu=1` any GPU adapter (software
+    /// ones included), else a GPU that is not a fallback adapter when the browser has one.
+    #[serde(default)]
+    pub gpu: GpuChoice,
     /// Test hook (`?crash_after_rows=N`, `?crash=oom`): fail this way once this many rows were seen.
     #[serde(default)]
     pub crash: Option<TestCrash>,
@@ -60,6 +65,9 @@ pub enum CrashKind {
     /// Memory exhausted: allocations until the wasm memory cannot grow, then Rust's allocation
     /// failure path, which aborts without a panic hook (a bare trap).
     OutOfMemory,
+    /// The GPU device is destroyed mid-pass (`?crash=gpu-lost`), as a driver reset would lose it:
+    /// the pass must finish on the CPU, exact, with a message.
+    GpuLost,
 }
 
 impl RunSettings {
@@ -85,6 +93,10 @@ pub enum Request {
         /// [`Response::Split`] when it splits the pass. 1 (the default) keeps it whole.
         #[serde(default = "one")]
         workers: u32,
+        /// Why this run is on the CPU although a GPU was asked for: set when the page reruns a pass
+        /// whose GPU failed ([`Response::GpuFailed`]), and carried into `Report::gpu_fallback`.
+        #[serde(default)]
+        gpu_fallback: Option<String>,
     },
     /// Measure this worker's kernels (`scripts/bench.sh`): answered with [`Response::Benchmark`].
     Benchmark {
@@ -147,6 +159,11 @@ pub enum Response {
         message: String,
     },
     Failed {
+        message: String,
+    },
+    /// The GPU failed during the pass (lost device, out of memory, validation): the page runs the
+    /// pass again on the CPU pool, and the Report says why (`gpu_fallback`).
+    GpuFailed {
         message: String,
     },
     /// The lead split the pass over `of` workers: the page sends shares 1..of of `tensor` to the

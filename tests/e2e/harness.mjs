@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import net from "node:net";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
@@ -22,8 +22,11 @@ async function freePort() {
   });
 }
 
-/** Serves `dir` on 127.0.0.1 with Python's static server; resolves once it answers. */
+/** Serves `dir` on 127.0.0.1 with Python's static server; resolves once it answers. The page's
+ *  build, `dist/`, may be replaced by another with ORTHOSCOPE_DIST (a build made elsewhere, so that
+ *  dist/ is left alone). */
 export async function serve(dir) {
+  if (process.env.ORTHOSCOPE_DIST && resolve(dir) === resolve(ROOT, "dist")) dir = resolve(process.env.ORTHOSCOPE_DIST);
   const port = await freePort();
   const proc = spawn("python3", ["-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", dir], {
     stdio: "ignore",
@@ -45,13 +48,19 @@ const FLAGS = [
   "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ];
 
-/** Launches Chromium with a fresh profile; returns the context, a page, and the error log. */
-export async function launch(baseUrl) {
+/** Chromium's WebGPU on SwiftShader, its software Vulkan: a fallback adapter, which the page uses
+ *  only with `?gpu=1`. Without these flags (and with --disable-gpu) the page has no adapter. */
+export const WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--enable-unsafe-swiftshader", "--use-webgpu-adapter=swiftshader"];
+
+/** Launches Chromium with a fresh profile (and `extraFlags`: WEBGPU_FLAGS drop --disable-gpu);
+ *  returns the context, a page, and the error log. */
+export async function launch(baseUrl, extraFlags = []) {
   const profile = mkdtempSync(join(tmpdir(), "orthoscope-e2e-"));
+  const flags = extraFlags.length ? FLAGS.filter((f) => f !== "--disable-gpu").concat(extraFlags) : FLAGS;
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",
     headless: true,
-    args: FLAGS,
+    args: flags,
     viewport: { width: 1200, height: 1600 },
   });
   const errors = [];
@@ -160,8 +169,8 @@ export function cliReport(...args) {
 }
 
 /** Opens the app, waits for the opening demo to finish, and returns the session. */
-export async function openApp(server, query = "") {
-  const b = await launch(server.url);
+export async function openApp(server, query = "", extraFlags = []) {
+  const b = await launch(server.url, extraFlags);
   await b.page.goto(server.url + query);
   await finalReport(b.page);
   return b;
@@ -281,8 +290,8 @@ function installPageLog() {
 }
 
 /** Opens the app with the page log of [`installPageLog`] and waits for the opening demo to finish. */
-export async function openAppWithLog(server, query = "") {
-  const b = await launch(server.url);
+export async function openAppWithLog(server, query = "", extraFlags = []) {
+  const b = await launch(server.url, extraFlags);
   await b.context.addInitScript(installPageLog);
   await b.page.goto(server.url + query);
   await finalReport(b.page);

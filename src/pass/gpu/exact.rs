@@ -1,9 +1,11 @@
-//! A whole exact pass of an opened matrix on the GPU: every row decoded to f32 on the CPU, streamed
-//! through [`GpuGram`], and the Report's numbers (counts, μ, σ, ε, μ + 3σ, capacities, class) made
+//! A whole exact pass of an opened matrix on the GPU, natively: rows streamed through [`GpuGram`] as
+//! the file stores them (F32, BF16, F16; other types decoded to f32 on the CPU), and the Report's numbers (counts, μ, σ, ε, μ + 3σ, capacities, class) made
 //! from the sums by the same functions the CPU pass uses (docs/method.md §1–3).
 
-use super::gram::{GpuGram, GpuGramSums, GramOptions};
-use super::{GpuContext, GpuError};
+use std::rc::Rc;
+
+use super::gram::{GpuGram, GpuGramSums, GramOptions, RawType};
+use super::{GpuContext, GpuError, GpuInfo};
 use crate::pass::estimate::{self, Capacities, Class};
 use crate::pass::kernel;
 use crate::pass::stats::Moments;
@@ -47,7 +49,7 @@ pub struct GpuPass {
     pub capacity_determinate: bool,
     pub class: Class,
     /// The adapter that ran it.
-    pub adapter: String,
+    pub gpu: GpuInfo,
     /// What was read back, for callers that need s or G (`explain`).
     pub sums: GpuGramSums,
 }
@@ -87,7 +89,7 @@ fn centre_sample(matrix: &Matrix) -> Result<(Option<Vec<f64>>, Option<Moments>),
 
 /// Runs the exact pass of `matrix` on the GPU. Errors with [`GpuPassError::NeedsF64`] where the
 /// CPU pass would switch to f64 (the caller then runs that instead).
-pub fn gpu_exact_pass(ctx: &GpuContext, matrix: &Matrix, options: GramOptions) -> Result<GpuPass, GpuPassError> {
+pub fn gpu_exact_pass(ctx: &Rc<GpuContext>, matrix: &Matrix, options: GramOptions) -> Result<GpuPass, GpuPassError> {
     let (rows, dim) = matrix.shape()?;
     let (centre, sample) = centre_sample(matrix)?;
     if let Some(m) = sample {
@@ -100,7 +102,8 @@ pub fn gpu_exact_pass(ctx: &GpuContext, matrix: &Matrix, options: GramOptions) -
     if rows.checked_mul(row_bytes) != Some(span) {
         return Err(not_matrix().into());
     }
-    let mut pass = GpuGram::new(ctx, dim, centre.as_deref(), options)?;
+    let mut pass = GpuGram::new(Rc::clone(ctx), dim, centre.as_deref(), options)?;
+    let raw_type = RawType::of(&tensor.dtype);
     let (mut raw, mut decoded) = (Vec::new(), Vec::new());
     let mut first = 0u64;
     while first < rows {
@@ -108,10 +111,16 @@ pub fn gpu_exact_pass(ctx: &GpuContext, matrix: &Matrix, options: GramOptions) -
         // count ≤ CHUNK_ROWS rows of a validated shape: the sizes fit in usize.
         raw.resize((count * row_bytes) as usize, 0);
         matrix.source.read_at(tensor.byte_range.0 + first * row_bytes, &mut raw).map_err(MatrixError::from)?;
-        decoded.resize(count as usize * dim, 0.0);
-        decode_rows(&raw, &tensor.dtype, dim, &mut decoded)
-            .map_err(|source| MatrixError::Decode { tensor: tensor.name.clone(), source })?;
-        pass.add_rows(&decoded)?;
+        if raw_type.is_some() {
+            pass.add_raw_rows(&raw, &tensor.dtype)?;
+        } else {
+            decoded.resize(count as usize * dim, 0.0);
+            decode_rows(&raw, &tensor.dtype, dim, &mut decoded)
+                .map_err(|source| MatrixError::Decode { tensor: tensor.name.clone(), source })?;
+            pass.add_rows(&decoded)?;
+        }
+        // Bounded memory of queued uploads (this runs on the caller's thread, natively).
+        super::block_on(pass.settle(4))?;
         first += count;
     }
     let sums = pass.finish()?;
@@ -130,7 +139,7 @@ pub fn gpu_exact_pass(ctx: &GpuContext, matrix: &Matrix, options: GramOptions) -
         log10_capacity: estimate::capacities(dim as u64, epsilon),
         capacity_determinate: estimate::capacity_determinate(epsilon),
         class: estimate::class(epsilon),
-        adapter: ctx.adapter.clone(),
+        gpu: ctx.info().clone(),
         sums,
     })
 }

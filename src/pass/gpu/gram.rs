@@ -1,6 +1,7 @@
-//! The driver of `gram.wgsl`: streams blocks of decoded f32 rows to the GPU, which normalises them,
+//! The driver of `gram.wgsl`: streams blocks of rows to the GPU (raw F32/BF16/F16 bytes as the file
+//! holds them, or f32 decoded on the CPU for other types), which decodes and normalises them,
 //! drops zero and non-finite rows, centres them on c and adds s_w = Σwᵢ and W = Σwᵢwᵢᵀ (wᵢ = uᵢ − c,
-//! rounded to f32 once) to fixed-point accumulators; [`GpuGram::finish`] reads everything back once
+//! rounded to f32 once) to fixed-point accumulators; [`GpuGram::finish_async`] reads everything back once
 //! and recovers s and G in f64 as the centred f32 CPU pass does ([`crate::pass::stats::GramMoments`]):
 //! G = W + c·s_wᵀ + s_w·cᵀ + n·ccᵀ, s = s_w + n·c, with Σ‖vᵢ‖², Σ‖vᵢ‖⁴ of the rows vᵢ = c + wᵢ
 //! that G holds, so that the diagonal is removed exactly (docs/method.md §1).
@@ -8,13 +9,18 @@
 //! W is stored as the upper triangle in *bands* of tile rows, each one storage buffer no larger than
 //! the device's storage-binding limit (or a smaller one asked for, [`GramOptions::max_binding_bytes`]).
 //! One submission per block: a `prep` dispatch, a `sums` dispatch and one `gram` dispatch per band,
-//! each over at most [`GramOptions::block_rows`] rows, so no dispatch runs long.
+//! each over at most [`GramOptions::block_rows`] rows ([`block_rows_for`]), so no dispatch runs long.
+//! Submitting never waits; [`GpuGram::settle`] bounds the blocks in flight, and
+//! [`GpuGram::running_moments`] reads back O(d) words for a running estimate.
 
+use std::collections::VecDeque;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use super::{GpuContext, GpuError};
+use super::{GpuContext, GpuError, Signal};
 use crate::pass::kernel::PackedGram;
 use crate::pass::stats::{Moments, RowCounts};
+use crate::read::format::DType;
 
 /// Side of a Gram tile (the shader's `TILE`): dimensions are padded to a multiple of it.
 pub const TILE: usize = 16;
@@ -28,6 +34,8 @@ const ROW_WORDS: u64 = 7;
 /// u32 and a band's dispatch within WebGPU's 65535 workgroups per dimension.
 pub const MAX_DIM: usize = 1 << 16;
 const SHADER: &str = include_str!("gram.wgsl");
+/// Workgroups of `frob` per band (`FROB_GROUPS`): the partial sums read back are this many per band.
+const FROB_GROUPS: u32 = 64;
 
 /// How a pass is cut up. The defaults suit any device; tests shrink both to force many bands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +43,7 @@ pub struct GramOptions {
     /// Largest storage buffer to bind, in bytes (`None`: the device's limit). Smaller values split
     /// W into more bands.
     pub max_binding_bytes: Option<u64>,
-    /// Rows per block (per submission).
+    /// Rows per block (per submission); at most [`block_rows_for`] the width.
     pub block_rows: usize,
 }
 
@@ -51,11 +59,42 @@ struct Band {
     width: usize,
     buffer: wgpu::Buffer,
     bind: wgpu::BindGroup,
+    /// The same band for `frob` (a bind group belongs to the pipeline whose layout made it).
+    bind_frob: wgpu::BindGroup,
+}
+
+/// The compute pipelines of `gram.wgsl`'s four entry points (cheap to clone: wgpu handles).
+#[derive(Clone)]
+pub(crate) struct Pipelines {
+    prep: wgpu::ComputePipeline,
+    sums: wgpu::ComputePipeline,
+    gram: wgpu::ComputePipeline,
+    frob: wgpu::ComputePipeline,
+}
+
+impl Pipelines {
+    pub(crate) fn compile(device: &wgpu::Device) -> Pipelines {
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("gram.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
+        });
+        let pipeline = |entry: &str| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: None,
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        Pipelines { prep: pipeline("prep"), sums: pipeline("sums"), gram: pipeline("gram"), frob: pipeline("frob") }
+    }
 }
 
 /// A GPU Gram pass in progress over rows of `dim` values.
-pub struct GpuGram<'a> {
-    ctx: &'a GpuContext,
+pub struct GpuGram {
+    ctx: Rc<GpuContext>,
     dim: usize,
     dim_padded: usize,
     capacity: usize,
@@ -63,15 +102,67 @@ pub struct GpuGram<'a> {
     block_uniform: wgpu::Buffer,
     raw: wgpu::Buffer,
     totals: wgpu::Buffer,
+    partials: wgpu::Buffer,
     prep: wgpu::ComputePipeline,
     sums: wgpu::ComputePipeline,
     gram: wgpu::ComputePipeline,
+    frob: wgpu::ComputePipeline,
     prep_bind: wgpu::BindGroup,
     sums_bind: wgpu::BindGroup,
     gram_bind: wgpu::BindGroup,
+    frob_bind: wgpu::BindGroup,
     bands: Vec<Band>,
-    /// Rows waiting for a whole block.
-    pending: Vec<f32>,
+    /// Raw rows waiting for a whole block, and their element type.
+    pending: Vec<u8>,
+    pending_type: RawType,
+    /// Submitted blocks not yet known to be done, oldest first ([`GpuGram::settle`]).
+    in_flight: VecDeque<(wgpu::SubmissionIndex, Signal)>,
+    /// Rows submitted, and the multiply-adds of their Gram dispatches (two flops each).
+    rows_sent: u64,
+    flops: f64,
+}
+
+/// The element types the shader decodes from raw little-endian rows (`prep`'s `load_bits`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawType {
+    F32,
+    Bf16,
+    F16,
+}
+
+impl RawType {
+    /// The raw type of a tensor's dtype; `None` for the types decoded on the CPU (quantised, F64…).
+    pub fn of(dtype: &DType) -> Option<RawType> {
+        match dtype {
+            DType::F32 => Some(RawType::F32),
+            DType::BF16 => Some(RawType::Bf16),
+            DType::F16 => Some(RawType::F16),
+            _ => None,
+        }
+    }
+
+    fn bytes(self) -> usize {
+        match self {
+            RawType::F32 => 4,
+            RawType::Bf16 | RawType::F16 => 2,
+        }
+    }
+
+    /// The shader's code for it (`DTYPE_*` in gram.wgsl).
+    fn code(self) -> u32 {
+        match self {
+            RawType::F32 => 0,
+            RawType::Bf16 => 1,
+            RawType::F16 => 2,
+        }
+    }
+}
+
+/// Rows per block at width `dim`: one submission stays near 2^33 multiply-adds (a dispatch that runs
+/// for seconds can be killed by a browser's or a driver's watchdog), between 16 and 256 rows.
+pub fn block_rows_for(dim: usize) -> usize {
+    let d2 = (dim.max(1) as u64).saturating_mul(dim.max(1) as u64);
+    ((1u64 << 34) / d2).clamp(16, DEFAULT_BLOCK_ROWS as u64) as usize
 }
 
 /// What a finished GPU pass read back, in f64: the same quantities `GramMoments` holds for the
@@ -114,6 +205,16 @@ impl GpuGramSums {
     pub fn dim(&self) -> usize {
         self.dim
     }
+
+    /// Σ‖vᵢ‖² and Σ‖vᵢ‖⁴ of the rows G holds.
+    pub fn norm_sums(&self) -> (f64, f64) {
+        (self.sum_norm2, self.sum_norm4)
+    }
+
+    /// G, taken out (for an accumulator that holds it from now on).
+    pub fn into_gram(self) -> PackedGram {
+        self.gram
+    }
 }
 
 fn storage(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
@@ -125,14 +226,14 @@ fn storage(ctx: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
     })
 }
 
-fn uniform(ctx: &GpuContext, label: &str, words: [u32; 4]) -> wgpu::Buffer {
+fn uniform(ctx: &GpuContext, label: &str, words: &[u32]) -> wgpu::Buffer {
     let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
-        size: 16,
+        size: (words.len() * 4) as u64,
         usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
-    ctx.queue.write_buffer(&buffer, 0, &words_bytes(&words));
+    ctx.queue.write_buffer(&buffer, 0, &words_bytes(words));
     buffer
 }
 
@@ -167,15 +268,16 @@ fn fixed(words: &[u32]) -> f64 {
     v as f64 * 2f64.powi(-FRAC_BITS)
 }
 
-impl<'a> GpuGram<'a> {
+impl GpuGram {
     /// A pass over rows of `dim` values centred on `centre` (at least `dim` values, f64 as the CPU
     /// pass takes it; rounded to f32 once, and that f32 centre is used throughout), or uncentred.
     pub fn new(
-        ctx: &'a GpuContext,
+        ctx: Rc<GpuContext>,
         dim: usize,
         centre: Option<&[f64]>,
         options: GramOptions,
     ) -> Result<Self, GpuError> {
+        ctx.check()?;
         let dim_padded = dim.div_ceil(TILE) * TILE;
         // Shader indices are u32: a band's 3·height·width words and a block's capacity·dim_padded
         // values stay below 2^32 since every binding is below 4 GiB and d ≤ MAX_DIM.
@@ -184,15 +286,16 @@ impl<'a> GpuGram<'a> {
             return Err(GpuError::Dimension(dim));
         }
         let centre: Vec<f32> = match centre {
-            Some(c) if c.len() < dim || c[..dim].iter().any(|x| !x.is_finite() || x.abs() > 2.0) => {
-                return Err(GpuError::Centre { dim })
-            }
-            Some(c) => c[..dim].iter().map(|&x| x as f32).collect(),
+            Some(c) => match c.get(..dim) {
+                Some(c) if c.iter().all(|x| x.is_finite() && x.abs() <= 2.0) => c.iter().map(|&x| x as f32).collect(),
+                _ => return Err(GpuError::Centre { dim }),
+            },
             None => vec![0.0; dim],
         };
         let limit = options.max_binding_bytes.map_or(ctx.max_binding_bytes(), |m| m.min(ctx.max_binding_bytes()));
         let row_bytes = dim_padded as u64 * 4;
-        let capacity = (limit / row_bytes).min(options.block_rows.max(1) as u64) as usize;
+        let rows = options.block_rows.clamp(1, block_rows_for(dim));
+        let capacity = (limit / row_bytes).min(rows as u64) as usize;
         if capacity == 0 {
             return Err(GpuError::BindingTooSmall { needed: row_bytes, limit });
         }
@@ -215,64 +318,61 @@ impl<'a> GpuGram<'a> {
             first += height;
         }
 
-        ctx.scoped(|| {
-            let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("gram.wgsl"),
-                source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-            });
-            let pipeline = |entry: &str| {
-                ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some(entry),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-            };
-            let (prep, sums, gram) = (pipeline("prep"), pipeline("sums"), pipeline("gram"));
-            let block_uniform = uniform(ctx, "block", [0; 4]);
-            let raw = storage(ctx, "raw rows", (capacity * dim * 4) as u64);
-            let centre_buffer = storage(ctx, "centre", (dim * 4) as u64);
-            ctx.queue.write_buffer(&centre_buffer, 0, &floats_bytes(&centre));
-            let centred = storage(ctx, "centred rows", capacity as u64 * row_bytes);
-            let row_stats = storage(ctx, "row stats", capacity as u64 * ROW_WORDS * 4);
-            let totals = storage(ctx, "totals", totals_bytes);
-            // New buffers are zeroed (WebGPU guarantees it), so the accumulators start at 0.
-            let prep_bind = bind(
-                ctx,
-                &prep,
-                0,
-                &[(0, &block_uniform), (1, &raw), (2, &centre_buffer), (3, &centred), (4, &row_stats)],
-            );
-            let sums_bind = bind(ctx, &sums, 0, &[(0, &block_uniform), (3, &centred), (4, &row_stats), (5, &totals)]);
-            let gram_bind = bind(ctx, &gram, 0, &[(0, &block_uniform), (3, &centred)]);
-            let mut bands = Vec::with_capacity(plan.len());
-            for (first, height, width) in plan {
-                let words = [u32_of(first)?, u32_of(width)?, u32_of(height)?, 0];
-                let params = uniform(ctx, "band", words);
-                let buffer = storage(ctx, "band", (height * width * 12) as u64);
-                let bind = bind(ctx, &gram, 1, &[(0, &params), (1, &buffer)]);
-                bands.push(Band { first, height, width, buffer, bind });
-            }
-            Ok(GpuGram {
-                ctx,
-                dim,
-                dim_padded,
-                capacity,
-                centre,
-                block_uniform,
-                raw,
-                totals,
-                prep,
-                sums,
-                gram,
-                prep_bind,
-                sums_bind,
-                gram_bind,
-                bands,
-                pending: Vec::new(),
-            })
+        let Pipelines { prep, sums, gram, frob } = ctx.pipelines();
+        let block_uniform = uniform(&ctx, "block", &[0; 8]);
+        // Raw rows of any type: 4 bytes per value at most.
+        let raw = storage(&ctx, "raw rows", (capacity * dim * 4) as u64);
+        let centre_buffer = storage(&ctx, "centre", (dim * 4) as u64);
+        ctx.queue.write_buffer(&centre_buffer, 0, &floats_bytes(&centre));
+        let centred = storage(&ctx, "centred rows", capacity as u64 * row_bytes);
+        let row_stats = storage(&ctx, "row stats", capacity as u64 * ROW_WORDS * 4);
+        let totals = storage(&ctx, "totals", totals_bytes);
+        let partials = storage(&ctx, "‖G‖² partial sums", (plan.len() as u64 * FROB_GROUPS as u64).max(1) * 4);
+        // New buffers are zeroed (WebGPU guarantees it), so the accumulators start at 0.
+        let prep_bind = bind(
+            &ctx,
+            &prep,
+            0,
+            &[(0, &block_uniform), (1, &raw), (2, &centre_buffer), (3, &centred), (4, &row_stats)],
+        );
+        let sums_bind = bind(&ctx, &sums, 0, &[(0, &block_uniform), (3, &centred), (4, &row_stats), (5, &totals)]);
+        let gram_bind = bind(&ctx, &gram, 0, &[(0, &block_uniform), (3, &centred)]);
+        let frob_bind = bind(&ctx, &frob, 0, &[(0, &block_uniform), (2, &centre_buffer), (5, &totals), (6, &partials)]);
+        let mut bands = Vec::with_capacity(plan.len());
+        for (index, (first, height, width)) in plan.into_iter().enumerate() {
+            let words = [u32_of(first)?, u32_of(width)?, u32_of(height)?, u32_of(index)?];
+            let params = uniform(&ctx, "band", &words);
+            let buffer = storage(&ctx, "band", (height * width * 12) as u64);
+            let bind_gram = bind(&ctx, &gram, 1, &[(0, &params), (1, &buffer)]);
+            let bind_frob = bind(&ctx, &frob, 1, &[(0, &params), (1, &buffer)]);
+            bands.push(Band { first, height, width, buffer, bind: bind_gram, bind_frob });
+        }
+        // Creation errors arrive through the device's error callback (natively at once).
+        ctx.check()?;
+        Ok(GpuGram {
+            ctx,
+            dim,
+            dim_padded,
+            capacity,
+            centre,
+            block_uniform,
+            raw,
+            totals,
+            partials,
+            prep,
+            sums,
+            gram,
+            frob,
+            prep_bind,
+            sums_bind,
+            gram_bind,
+            frob_bind,
+            bands,
+            pending: Vec::new(),
+            pending_type: RawType::F32,
+            in_flight: VecDeque::new(),
+            rows_sent: 0,
+            flops: 0.0,
         })
     }
 
@@ -286,72 +386,146 @@ impl<'a> GpuGram<'a> {
         self.capacity
     }
 
+    /// Rows submitted to the GPU so far (those still waiting for a whole block not counted).
+    pub fn rows_sent(&self) -> u64 {
+        self.rows_sent
+    }
+
+    /// Flops of the Gram dispatches submitted so far (k·d² per k-row block, as the CPU counts).
+    pub fn flops(&self) -> f64 {
+        self.flops
+    }
+
+    /// Blocks submitted and not yet known to be done.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
     /// Adds rows of `dim` decoded values each (raw, not normalised; any count: whole blocks are
-    /// sent now, the rest with the next call or [`GpuGram::finish`]).
+    /// submitted now, the rest with the next call, [`GpuGram::flush`] or [`GpuGram::finish_async`]).
+    /// Never waits for the GPU.
     pub fn add_rows(&mut self, rows: &[f32]) -> Result<(), GpuError> {
         if !rows.len().is_multiple_of(self.dim) {
             return Err(GpuError::PartialRow { len: rows.len(), dim: self.dim });
         }
-        let block = self.capacity * self.dim;
-        let mut rows = rows;
+        self.add_typed(&floats_bytes(rows), RawType::F32)
+    }
+
+    /// Adds rows as the file stores them (little-endian F32, BF16 or F16, `dim` values each, rows
+    /// back to back): the bytes go to the GPU as they are and the shader decodes them. Other element
+    /// types go through [`GpuGram::add_rows`] decoded on the CPU. Never waits for the GPU.
+    pub fn add_raw_rows(&mut self, bytes: &[u8], dtype: &DType) -> Result<(), GpuError> {
+        let kind = RawType::of(dtype).ok_or_else(|| GpuError::RawDType(dtype.name().to_string()))?;
+        let row_bytes = self.dim * kind.bytes();
+        if !bytes.len().is_multiple_of(row_bytes) {
+            return Err(GpuError::PartialRow { len: bytes.len() / kind.bytes(), dim: self.dim });
+        }
+        self.add_typed(bytes, kind)
+    }
+
+    fn add_typed(&mut self, bytes: &[u8], kind: RawType) -> Result<(), GpuError> {
+        self.ctx.check()?;
+        if kind != self.pending_type {
+            self.flush()?;
+            self.pending_type = kind;
+        }
+        let block = self.capacity * self.dim * kind.bytes();
+        let mut bytes = bytes;
         if !self.pending.is_empty() {
-            let take = (block - self.pending.len()).min(rows.len());
-            self.pending.extend_from_slice(&rows[..take]);
-            rows = &rows[take..];
+            let take = (block - self.pending.len()).min(bytes.len());
+            let (now, rest) = bytes.split_at(take);
+            self.pending.extend_from_slice(now);
+            bytes = rest;
             if self.pending.len() < block {
                 return Ok(());
             }
             let pending = std::mem::take(&mut self.pending);
-            self.run_block(&pending)?;
+            self.run_block(&pending, kind)?;
         }
-        let mut chunks = rows.chunks_exact(block);
+        let mut chunks = bytes.chunks_exact(block);
         for chunk in &mut chunks {
-            self.run_block(chunk)?;
+            self.run_block(chunk, kind)?;
         }
         self.pending.extend_from_slice(chunks.remainder());
         Ok(())
     }
 
-    fn run_block(&mut self, rows: &[f32]) -> Result<(), GpuError> {
-        let n = rows.len() / self.dim;
+    /// Submits the rows waiting for a whole block as a shorter block.
+    pub fn flush(&mut self) -> Result<(), GpuError> {
+        let pending = std::mem::take(&mut self.pending);
+        self.run_block(&pending, self.pending_type)
+    }
+
+    /// One block: upload, `prep`, `sums`, one `gram` dispatch per band, one submission. Nothing
+    /// waits: the queue runs submissions in order and a `write_buffer` after a submission lands
+    /// after it on the queue timeline (WebGPU's ordering, wgpu's too), so reusing the buffers is
+    /// safe; only the staging memory of queued uploads grows, which [`GpuGram::settle`] bounds.
+    fn run_block(&mut self, bytes: &[u8], kind: RawType) -> Result<(), GpuError> {
+        let n = bytes.len() / (self.dim * kind.bytes());
         if n == 0 {
             return Ok(());
         }
-        let ctx = self.ctx;
-        ctx.scoped(|| {
-            let words = [u32_of(self.dim)?, u32_of(self.dim_padded)?, u32_of(n)?, u32_of(self.capacity)?];
-            ctx.queue.write_buffer(&self.block_uniform, 0, &words_bytes(&words));
-            ctx.queue.write_buffer(&self.raw, 0, &floats_bytes(rows));
-            let mut encoder =
-                ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("block") });
-            {
-                let mut pass =
-                    encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
-                pass.set_pipeline(&self.prep);
-                pass.set_bind_group(0, &self.prep_bind, &[]);
-                pass.dispatch_workgroups(u32_of(self.capacity.div_ceil(64))?, 1, 1);
-                pass.set_pipeline(&self.sums);
-                pass.set_bind_group(0, &self.sums_bind, &[]);
-                pass.dispatch_workgroups(u32_of((self.dim_padded + 1).div_ceil(64))?, 1, 1);
-                pass.set_pipeline(&self.gram);
-                pass.set_bind_group(0, &self.gram_bind, &[]);
-                for band in &self.bands {
-                    pass.set_bind_group(1, &band.bind, &[]);
-                    pass.dispatch_workgroups(u32_of(self.dim_padded / TILE)?, u32_of(band.height / TILE)?, 1);
-                }
+        let ctx = Rc::clone(&self.ctx);
+        ctx.check()?;
+        let words =
+            [u32_of(self.dim)?, u32_of(self.dim_padded)?, u32_of(n)?, u32_of(self.capacity)?, kind.code(), 0, 0, 0];
+        ctx.queue.write_buffer(&self.block_uniform, 0, &words_bytes(&words));
+        // Whole 4-byte words (an odd count of 16-bit values leaves half a word; the shader indexes
+        // by element and never reads it).
+        if bytes.len().is_multiple_of(4) {
+            ctx.queue.write_buffer(&self.raw, 0, bytes);
+        } else {
+            let mut padded = Vec::with_capacity(bytes.len() + 3);
+            padded.extend_from_slice(bytes);
+            padded.resize(bytes.len().next_multiple_of(4), 0);
+            ctx.queue.write_buffer(&self.raw, 0, &padded);
+        }
+        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("block") });
+        {
+            let mut pass =
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            pass.set_pipeline(&self.prep);
+            pass.set_bind_group(0, &self.prep_bind, &[]);
+            pass.dispatch_workgroups(u32_of(self.capacity.div_ceil(64))?, 1, 1);
+            pass.set_pipeline(&self.sums);
+            pass.set_bind_group(0, &self.sums_bind, &[]);
+            pass.dispatch_workgroups(u32_of((self.dim_padded + 1).div_ceil(64))?, 1, 1);
+            pass.set_pipeline(&self.gram);
+            pass.set_bind_group(0, &self.gram_bind, &[]);
+            for band in &self.bands {
+                pass.set_bind_group(1, &band.bind, &[]);
+                pass.dispatch_workgroups(u32_of(self.dim_padded / TILE)?, u32_of(band.height / TILE)?, 1);
             }
-            let index = ctx.queue.submit([encoder.finish()]);
-            // One block in flight: the next block's uploads overwrite this one's buffers.
-            ctx.device
-                .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
-                .map_err(|e| GpuError::Poll(e.to_string()))?;
-            Ok(())
-        })
+        }
+        let index = ctx.queue.submit([encoder.finish()]);
+        let done = ctx.signal();
+        ctx.queue.on_submitted_work_done(done.setter());
+        self.in_flight.push_back((index, done));
+        self.rows_sent += n as u64;
+        self.flops += n as f64 * (self.dim_padded * self.dim_padded) as f64;
+        Ok(())
+    }
+
+    /// Waits until at most `max_in_flight` submitted blocks are still running: the backpressure
+    /// that bounds the memory of queued uploads. Natively the device is polled; in a browser the
+    /// completions arrive on the event loop.
+    pub async fn settle(&mut self, max_in_flight: usize) -> Result<(), GpuError> {
+        let ctx = Rc::clone(&self.ctx);
+        ctx.check()?;
+        while self.in_flight.front().is_some_and(|(_, done)| done.is_set()) {
+            self.in_flight.pop_front();
+        }
+        while self.in_flight.len() > max_in_flight {
+            let Some((index, done)) = self.in_flight.pop_front() else { break };
+            ctx.completion(&index, &done).await?;
+        }
+        Ok(())
     }
 
     /// Copies a buffer back and returns its u32 words.
-    fn read(&self, buffer: &wgpu::Buffer) -> Result<Vec<u32>, GpuError> {
-        let ctx = self.ctx;
+    async fn read(&self, buffer: &wgpu::Buffer) -> Result<Vec<u32>, GpuError> {
+        let ctx = &self.ctx;
+        ctx.check()?;
         let size = buffer.size();
         let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
@@ -365,18 +539,19 @@ impl<'a> GpuGram<'a> {
         let index = ctx.queue.submit([encoder.finish()]);
         let mapped: Arc<Mutex<Option<Result<(), wgpu::BufferAsyncError>>>> = Arc::new(Mutex::new(None));
         let sink = Arc::clone(&mapped);
+        let done = ctx.signal();
+        let set = done.setter();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             if let Ok(mut slot) = sink.lock() {
                 *slot = Some(r);
             }
+            set();
         });
-        ctx.device
-            .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
-            .map_err(|e| GpuError::Poll(e.to_string()))?;
+        ctx.completion(&index, &done).await?;
         let outcome = mapped.lock().map_err(|_| GpuError::Map("poisoned".into()))?.take();
         match outcome {
             Some(Ok(())) => {}
-            Some(Err(e)) => return Err(GpuError::Map(e.to_string())),
+            Some(Err(e)) => return Err(ctx.check().err().unwrap_or(GpuError::Map(e.to_string()))),
             None => return Err(GpuError::Map("the mapping did not complete".into())),
         }
         let words = {
@@ -387,30 +562,60 @@ impl<'a> GpuGram<'a> {
         Ok(words)
     }
 
-    /// Sends the last rows, reads s_w, W, Σ‖v‖², Σ‖v‖⁴ and the counts back once, and recovers s and
-    /// G in f64.
-    pub fn finish(mut self) -> Result<GpuGramSums, GpuError> {
-        let pending = std::mem::take(&mut self.pending);
-        self.run_block(&pending)?;
-        let ctx = self.ctx;
-        let (totals, bands) = ctx.scoped(|| {
-            let totals = self.read(&self.totals)?;
-            let bands = self.bands.iter().map(|b| self.read(&b.buffer)).collect::<Result<Vec<_>, _>>()?;
-            Ok((totals, bands))
-        })?;
+    /// Counts, s_w, Σ‖v‖² and Σ‖v‖⁴ from the `totals` words.
+    fn totals_parts(&self, totals: &[u32]) -> (RowCounts, Vec<f64>, f64, f64) {
         let dp = self.dim_padded;
         let word = |i: usize| totals.get(i).copied().unwrap_or(0) as u64;
         let at = |i: usize| fixed(totals.get(3 * i..3 * i + 3).unwrap_or(&[]));
         let kept = word(3 * (dp + 2));
-        let counts = RowCounts {
-            seen: kept + word(3 * (dp + 2) + 1) + word(3 * (dp + 2) + 2),
-            kept,
-            dropped_zero: word(3 * (dp + 2) + 1),
-            dropped_nonfinite: word(3 * (dp + 2) + 2),
-        };
+        let (zero, nonfinite) = (word(3 * (dp + 2) + 1), word(3 * (dp + 2) + 2));
+        let counts =
+            RowCounts { seen: kept + zero + nonfinite, kept, dropped_zero: zero, dropped_nonfinite: nonfinite };
+        (counts, (0..self.dim).map(at).collect(), at(dp), at(dp + 1))
+    }
+
+    /// Moments of all pairs among the rows submitted so far, for a running estimate: the last rows
+    /// are flushed, then only O(d) words come back (the totals, and ‖G‖²_F summed on the GPU by
+    /// `frob` in f32 partial sums, which only steer an estimate). The exact sums are untouched.
+    pub async fn running_moments(&mut self) -> Result<Option<Moments>, GpuError> {
+        self.flush()?;
+        let ctx = Rc::clone(&self.ctx);
+        ctx.check()?;
+        let mut encoder =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("‖G‖²") });
+        {
+            let mut pass =
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            pass.set_pipeline(&self.frob);
+            pass.set_bind_group(0, &self.frob_bind, &[]);
+            for band in &self.bands {
+                pass.set_bind_group(1, &band.bind_frob, &[]);
+                pass.dispatch_workgroups(FROB_GROUPS, 1, 1);
+            }
+        }
+        ctx.queue.submit([encoder.finish()]);
+        let totals = self.read(&self.totals).await?;
+        let partials = self.read(&self.partials).await?;
+        let (counts, sum_centred, n2, n4) = self.totals_parts(&totals);
+        let n = counts.kept as f64;
+        let s2: f64 = sum_centred.iter().zip(&self.centre).map(|(s, &c)| (s + n * c as f64).powi(2)).sum();
+        let g2: f64 = partials.iter().map(|&w| f32::from_bits(w) as f64).sum();
+        let magnitude = g2 + n4 + 2.0 * (s2 + n2);
+        Ok(Moments::from_ordered_sums(counts.kept, s2 - n2, g2 - n4, magnitude))
+    }
+
+    /// Sends the last rows, reads s_w, W, Σ‖v‖², Σ‖v‖⁴ and the counts back once, and recovers s and
+    /// G in f64. Natively the device is polled; in a browser the mappings complete on the event loop.
+    pub async fn finish_async(mut self) -> Result<GpuGramSums, GpuError> {
+        self.flush()?;
+        let totals = self.read(&self.totals).await?;
+        let mut bands = Vec::with_capacity(self.bands.len());
+        for band in &self.bands {
+            bands.push(self.read(&band.buffer).await?);
+        }
+        let (counts, sum_centred, sum_norm2, sum_norm4) = self.totals_parts(&totals);
         let centre: Vec<f64> = self.centre.iter().map(|&c| c as f64).collect();
-        let sum_centred: Vec<f64> = (0..self.dim).map(at).collect();
-        let n = kept as f64;
+        let n = counts.kept as f64;
         let sum: Vec<f64> = sum_centred.iter().zip(&centre).map(|(s, c)| s + n * c).collect();
         // W entry (a, b), a ≤ b < dim, from the band holding row a.
         let w = |a: usize, b: usize| -> f64 {
@@ -422,20 +627,16 @@ impl<'a> GpuGram<'a> {
             fixed(words.get(o..o + 3).unwrap_or(&[]))
         };
         let mut gram = PackedGram::new(self.dim);
-        gram.add_entries(|a, b| {
-            if b >= self.dim {
-                return 0.0;
-            }
-            w(a, b) + centre[a] * sum_centred[b] + sum_centred[a] * centre[b] + n * centre[a] * centre[b]
+        gram.add_entries(|a, b| match (centre.get(a), centre.get(b), sum_centred.get(a), sum_centred.get(b)) {
+            (Some(&ca), Some(&cb), Some(&sa), Some(&sb)) => w(a, b) + ca * sb + sa * cb + n * ca * cb,
+            _ => 0.0,
         });
-        Ok(GpuGramSums {
-            counts,
-            dim: self.dim,
-            sum,
-            sum_norm2: at(dp),
-            sum_norm4: at(dp + 1),
-            gram,
-            bands: self.bands.len(),
-        })
+        Ok(GpuGramSums { counts, dim: self.dim, sum, sum_norm2, sum_norm4, gram, bands: self.bands.len() })
+    }
+
+    /// [`GpuGram::finish_async`], waited for on this thread (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn finish(self) -> Result<GpuGramSums, GpuError> {
+        super::block_on(self.finish_async())
     }
 }

@@ -1,11 +1,14 @@
 // The exact pass's Gram sums on the GPU (docs/method.md §1), three entry points run per block of rows:
 //
-// - `prep`: one invocation per row. Drops zero and non-finite rows, scales the row by a power of two
+// - `prep`: one invocation per row. Decodes the raw row (F32, BF16 or F16 bits, as the file stores
+//   them), drops zero and non-finite rows, scales the row by a power of two
 //   (exact), normalises it, subtracts the centre c and writes w = u − c (zeros for dropped rows and
 //   padding), with ‖c + w‖² and ‖c + w‖⁴ of the row the Gram matrix will hold.
 // - `sums`: one invocation per dimension (plus one for the scalars): s_w = Σw, Σ‖v‖², Σ‖v‖⁴, counts.
 // - `gram`: 16×16 tiles of the upper triangle of W = Σ w wᵀ, summed in f32 over at most K rows, then
 //   folded into the band's accumulator.
+// - `frob`: for a running estimate only, ‖G‖²_F of the band with G's entries rebuilt from W and the
+//   centre terms (as the driver does in f64 at the end), summed in f32 per workgroup.
 //
 // WGSL has no f64. Every accumulator here is a 96-bit two's-complement fixed-point number (three u32
 // words, low first, 48 fractional bits): f32 partial sums and exact f32 products are added to it with
@@ -17,13 +20,17 @@ struct Block {
     dim_padded: u32, // d rounded up to the tile
     rows: u32,       // rows in this block (≤ capacity)
     capacity: u32,   // rows the block buffers hold
+    dtype: u32,      // DTYPE_* of `raw`
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 struct Band {
     first: u32,  // first dimension a0 of the band (a multiple of TILE)
     width: u32,  // columns stored per band row: dim_padded − first
     height: u32, // rows of G in the band (a multiple of TILE)
-    _pad: u32,
+    index: u32,  // the band's place in `partials` (frob)
 }
 
 const TILE: u32 = 16u;
@@ -36,9 +43,13 @@ const KEPT: u32 = 0u;
 const ZERO: u32 = 1u;
 const NON_FINITE: u32 = 2u;
 const EMPTY: u32 = 3u;
+const DTYPE_F32: u32 = 0u;
+const DTYPE_BF16: u32 = 1u;
+const DTYPE_F16: u32 = 2u;
 
 @group(0) @binding(0) var<uniform> block: Block;
-@group(0) @binding(1) var<storage, read> raw: array<f32>;
+// Raw rows back to back, indexed by element (a 16-bit type holds two per word, low half first).
+@group(0) @binding(1) var<storage, read> raw: array<u32>;
 @group(0) @binding(2) var<storage, read> centre: array<f32>;
 @group(0) @binding(3) var<storage, read_write> centred: array<f32>;
 @group(0) @binding(4) var<storage, read_write> row_stats: array<u32>;
@@ -183,10 +194,38 @@ fn split(v: vec3<u32>) -> vec2<f32> {
     return vec2<f32>(hi, lo);
 }
 
-// x · 2^k built from bits (exact; 0 if the result would be subnormal: below 2^-126 of a row whose
-// largest entry is scaled to [1, 2), it cannot move a cosine).
-fn scaled(x: f32, k: i32) -> f32 {
-    let bits = bitcast<u32>(x);
+// Element i of the raw rows as f32 bits, decoded with integer operations only (exact, and no
+// float arithmetic that a GPU could flush to zero): BF16 is the upper half of an f32; F16 is
+// re-biased, its subnormals normalised, ±∞ and NaN kept, as the `half` crate converts.
+fn load_bits(i: u32) -> u32 {
+    if (block.dtype == DTYPE_F32) {
+        return raw[i];
+    }
+    let word = raw[i >> 1u];
+    let h = select(word & 0xffffu, word >> 16u, (i & 1u) == 1u);
+    if (block.dtype == DTYPE_BF16) {
+        return h << 16u;
+    }
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if (e == 0x1fu) {
+        return sign | 0x7f800000u | (m << 13u);
+    }
+    if (e != 0u) {
+        return sign | ((e + 112u) << 23u) | (m << 13u);
+    }
+    if (m == 0u) {
+        return sign;
+    }
+    // m·2^-24 with its leading bit at `top`: biased exponent top − 24 + 127.
+    let top = 31u - countLeadingZeros(m);
+    return sign | ((top + 103u) << 23u) | ((m << (23u - top)) & 0x7fffffu);
+}
+
+// x · 2^k built from x's bits (exact; 0 if the result would be subnormal: below 2^-126 of a row
+// whose largest entry is scaled to [1, 2), it cannot move a cosine).
+fn scaled(bits: u32, k: i32) -> f32 {
     let m = mantissa(bits);
     if (m == 0u) {
         return 0.0;
@@ -235,7 +274,7 @@ fn prep(@builtin(global_invocation_id) gid: vec3<u32>) {
     var largest = 0u;
     var finite = true;
     for (var a = 0u; a < d; a++) {
-        let bits = bitcast<u32>(raw[base + a]) & 0x7fffffffu;
+        let bits = load_bits(base + a) & 0x7fffffffu;
         finite = finite && (bits & 0x7f800000u) != 0x7f800000u;
         largest = max(largest, bits);
     }
@@ -252,7 +291,7 @@ fn prep(@builtin(global_invocation_id) gid: vec3<u32>) {
     // would shift every cosine by the same factor and μ by 2μ times it (docs/method.md §1's 1e-7).
     var norm2 = vec3<u32>(0u);
     for (var a = 0u; a < d; a++) {
-        let y = scaled(raw[base + a], k);
+        let y = scaled(load_bits(base + a), k);
         norm2 = add96(norm2, fixed_product(y, y));
     }
     let n = split(norm2);
@@ -266,7 +305,7 @@ fn prep(@builtin(global_invocation_id) gid: vec3<u32>) {
     var v2 = vec3<u32>(0u);
     let dst = r * block.dim_padded;
     for (var a = 0u; a < d; a++) {
-        let u = scaled(raw[base + a], k) * r1;
+        let u = scaled(load_bits(base + a), k) * r1;
         let c = centre[a];
         let w = u - c;
         centred[dst + a] = w;
@@ -384,4 +423,52 @@ fn gram(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     band_values[o] = t.x;
     band_values[o + 1u] = t.y;
     band_values[o + 2u] = t.z;
+}
+
+// ---- frob: ‖G‖²_F of one band, for a running estimate ----
+// G_ab = W_ab + c_a·s_w,b + s_w,a·c_b + n·c_a·c_b in f32 (W and s_w rounded from fixed point), each
+// entry above the diagonal counted twice; FROB_GROUPS workgroups stride over the band and leave one
+// f32 partial sum each at partials[band.index·FROB_GROUPS + group].
+
+const FROB_GROUPS: u32 = 64u;
+@group(0) @binding(6) var<storage, read_write> partials: array<f32>;
+var<workgroup> frob_sums: array<f32, 256>;
+
+fn total_f32(i: u32) -> f32 {
+    let o = 3u * i;
+    let v = vec3<u32>(totals[o], totals[o + 1u], totals[o + 2u]);
+    let h = split(v);
+    return h.x + h.y;
+}
+
+@compute @workgroup_size(256)
+fn frob(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let d = block.dim;
+    let n = f32(totals[3u * (block.dim_padded + 2u)]);
+    let entries = band.height * band.width;
+    var acc = 0.0;
+    for (var e = wid.x * 256u + li; e < entries; e += FROB_GROUPS * 256u) {
+        let a = band.first + e / band.width;
+        let b = band.first + e % band.width;
+        if (a >= d || b >= d || b < a) {
+            continue;
+        }
+        let o = 3u * e;
+        let w = f32_of(vec3<u32>(band_values[o], band_values[o + 1u], band_values[o + 2u]));
+        let ca = centre[a];
+        let cb = centre[b];
+        let g = w + ca * total_f32(b) + total_f32(a) * cb + n * ca * cb;
+        acc += select(2.0, 1.0, a == b) * g * g;
+    }
+    frob_sums[li] = acc;
+    workgroupBarrier();
+    for (var half = 128u; half > 0u; half >>= 1u) {
+        if (li < half) {
+            frob_sums[li] += frob_sums[li + half];
+        }
+        workgroupBarrier();
+    }
+    if (li == 0u) {
+        partials[band.index * FROB_GROUPS + wid.x] = frob_sums[0];
+    }
 }

@@ -1,154 +1,317 @@
-//! The exact pass's Gram sums on a GPU (cargo feature `gpu`): s and G of docs/method.md §1 computed
-//! by a WGSL kernel through `wgpu`, for the same moments as the f32 CPU path
-//! ([`crate::pass::stats::GramMoments`]).
+//! The exact pass's Gram sums on a GPU: s and G of docs/method.md §1 computed by a WGSL kernel
+//! through `wgpu`, for the same moments as the f32 CPU path ([`crate::pass::stats::GramMoments`]).
 //!
-//! - this module: adapter and device acquisition ([`GpuContext`]) and its errors ([`GpuError`]);
+//! - [`info`] (always compiled): what a caller asks ([`GpuChoice`]), what a Report says
+//!   ([`GpuInfo`]) and what can fail ([`GpuError`]);
+//! - this module (cargo feature `gpu`): adapter and device acquisition ([`GpuContext`]), and the
+//!   small futures the driver awaits;
 //! - [`gram`]: the driver that streams row blocks through `gram.wgsl` and reads back the sums;
-//! - [`exact`]: a whole exact pass of an opened matrix, with the Report's numbers.
+//! - `exact` (native): a whole exact pass of an opened matrix, with the Report's numbers.
 //!
-//! Only portable wgpu is used (WGSL, no native-only features, the adapter's own limits), so that the
-//! WebGPU backend can run the same code in a browser later. Natively the futures wgpu returns are
-//! driven by [`block_on`].
+//! Nothing here blocks: work is submitted, and completions arrive through wgpu's callbacks into
+//! one-shot futures, which a browser awaits on its event loop. Natively the futures are ready once
+//! the device has been polled, which the driver does before awaiting ([`block_on`] drives them).
+//! Errors the device reports (validation, out of memory, a lost device) arrive through its
+//! callbacks into the context's error slot, which every GPU call checks first.
 
+pub mod info;
+
+pub use info::{GpuChoice, GpuError, GpuInfo};
+
+// Native: it drives the futures with `block_on`.
+#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 pub mod exact;
+#[cfg(feature = "gpu")]
 pub mod gram;
 
-use std::future::Future;
-use std::pin::pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
+#[cfg(feature = "gpu")]
+pub use context::*;
 
-/// Why the GPU pass could not run. Every GPU call that can fail maps to one of these; nothing in
-/// this module panics on what the driver or the device reports.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum GpuError {
-    /// No adapter matched (no GPU, no driver such as Mesa's lavapipe, or the backend is disabled).
-    #[error("no GPU adapter: {0}")]
-    NoAdapter(String),
-    /// The adapter refused a device with its own limits.
-    #[error("the GPU adapter refused a device: {0}")]
-    Device(String),
-    /// The device reported an error (validation, out of memory, internal) inside an error scope.
-    #[error("the GPU reported an error: {0}")]
-    Reported(String),
-    /// Waiting for submitted work failed (device lost, or a timeout).
-    #[error("waiting for the GPU failed: {0}")]
-    Poll(String),
-    /// Reading a result buffer back failed.
-    #[error("reading back from the GPU failed: {0}")]
-    Map(String),
-    /// The storage-binding limit cannot hold even one tile row of G or one row of the matrix.
-    #[error("a GPU storage binding of {limit} bytes cannot hold {needed} bytes")]
-    BindingTooSmall { needed: u64, limit: u64 },
-    /// The dimension is zero or too large for 32-bit shader indices.
-    #[error("dimension {0} is not supported by the GPU pass")]
-    Dimension(usize),
-    /// The centre has the wrong length or a non-finite value.
-    #[error("the centre must be {dim} finite values")]
-    Centre { dim: usize },
-    /// Rows were given as a slice that is not a whole number of rows.
-    #[error("{len} values are not a whole number of rows of {dim}")]
-    PartialRow { len: usize, dim: usize },
-}
+/// Without the cargo feature `gpu` there is no device: this type has no values, so an
+/// `Option<Rc<GpuContext>>` is always `None` and the code that would use one compiles away.
+#[cfg(not(feature = "gpu"))]
+pub enum GpuContext {}
 
-/// A device and its queue, with the limits the device was created with (the adapter's own).
-pub struct GpuContext {
-    pub device: wgpu::Device,
-    pub queue: wgpu::Queue,
-    pub limits: wgpu::Limits,
-    /// The adapter's name and backend, for the report and for test messages ("llvmpipe …, Vulkan").
-    pub adapter: String,
-    /// The first error the device reported outside an error scope (checked by the driver).
-    uncaptured: Arc<Mutex<Option<String>>>,
-}
-
+#[cfg(not(feature = "gpu"))]
 impl GpuContext {
-    /// The first adapter of the backends `WGPU_BACKEND` allows (all by default), with a device
-    /// that has the adapter's own limits: the Gram bands are planned with the largest storage
-    /// binding the adapter offers, not WebGPU's 128 MiB default.
-    pub fn acquire() -> Result<GpuContext, GpuError> {
-        block_on(Self::acquire_async())
+    pub fn info(&self) -> &GpuInfo {
+        match *self {}
     }
 
-    pub async fn acquire_async() -> Result<GpuContext, GpuError> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = instance
-            .request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
-        let info = adapter.get_info();
-        let limits = adapter.limits();
-        let (device, queue) = adapter
-            .request_device(&wgpu::DeviceDescriptor {
-                label: Some("orthoscope"),
-                required_limits: limits.clone(),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| GpuError::Device(e.to_string()))?;
-        // The default handler panics on an error outside an error scope: keep the first one for
-        // `check` instead.
-        let uncaptured = Arc::new(Mutex::new(None));
-        let sink = Arc::clone(&uncaptured);
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            if let Ok(mut first) = sink.lock() {
-                first.get_or_insert_with(|| e.to_string());
+    pub fn lose_device_for_test(&self) {
+        match *self {}
+    }
+}
+
+#[cfg(feature = "gpu")]
+mod context {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::{Arc, Mutex};
+    use std::task::{Context, Poll, Waker};
+
+    use super::{GpuChoice, GpuError, GpuInfo};
+
+    /// What the device's callbacks report, shared with them.
+    #[derive(Default)]
+    struct Shared {
+        /// The first error the device reported (a lost device, or an uncaptured error).
+        error: Option<GpuError>,
+        /// Futures waiting on the device: woken when an error arrives, so none waits forever on a
+        /// completion a lost device will never signal.
+        waiting: Vec<Waker>,
+    }
+
+    fn report(shared: &Mutex<Shared>, error: GpuError) {
+        let waiting = match shared.lock() {
+            Ok(mut s) => {
+                s.error.get_or_insert(error);
+                std::mem::take(&mut s.waiting)
             }
-        }));
-        Ok(GpuContext { device, queue, limits, adapter: format!("{} ({:?})", info.name, info.backend), uncaptured })
+            Err(_) => Vec::new(),
+        };
+        waiting.into_iter().for_each(Waker::wake);
     }
 
-    /// Runs `work` inside validation, out-of-memory and internal error scopes: any error the device
-    /// reports while it runs (or reported earlier outside a scope) becomes [`GpuError::Reported`].
-    pub fn scoped<T>(&self, work: impl FnOnce() -> Result<T, GpuError>) -> Result<T, GpuError> {
-        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
-        let memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let out = work();
-        let errors = [block_on(validation.pop()), block_on(memory.pop()), block_on(internal.pop())];
-        if let Some(e) = errors.into_iter().flatten().next() {
-            return Err(GpuError::Reported(e.to_string()));
+    /// A device and its queue, with the limits the device was created with (the adapter's own).
+    pub struct GpuContext {
+        pub device: wgpu::Device,
+        pub queue: wgpu::Queue,
+        pub limits: wgpu::Limits,
+        info: GpuInfo,
+        shared: Arc<Mutex<Shared>>,
+        /// The compiled `gram.wgsl` pipelines, made by the first pass on this device and reused by
+        /// the next ones: a software adapter (SwiftShader, lavapipe) takes seconds to compile them.
+        pipelines: std::cell::RefCell<Option<super::gram::Pipelines>>,
+    }
+
+    impl GpuContext {
+        /// The pass's pipelines on this device, compiled once.
+        pub(crate) fn pipelines(&self) -> super::gram::Pipelines {
+            if let Some(p) = self.pipelines.borrow().as_ref() {
+                return p.clone();
+            }
+            let p = super::gram::Pipelines::compile(&self.device);
+            *self.pipelines.borrow_mut() = Some(p.clone());
+            p
         }
-        self.check()?;
-        out
-    }
 
-    /// The first error reported outside a scope, if any.
-    pub fn check(&self) -> Result<(), GpuError> {
-        match self.uncaptured.lock() {
-            Ok(first) => first.as_ref().map_or(Ok(()), |e| Err(GpuError::Reported(e.clone()))),
-            Err(_) => Err(GpuError::Reported("the error record was poisoned".into())),
+        /// [`GpuContext::acquire_async`], waited for on this thread (native only).
+        #[cfg(not(target_arch = "wasm32"))]
+        pub fn acquire(choice: GpuChoice) -> Result<GpuContext, GpuError> {
+            block_on(Self::acquire_async(choice))
+        }
+
+        /// The first adapter of the backends `WGPU_BACKEND` allows (all by default; WebGPU in a
+        /// browser), with a device that has the adapter's own limits: the Gram bands are planned
+        /// with the largest storage binding the adapter offers, not WebGPU's 128 MiB default.
+        /// [`GpuChoice::Auto`] refuses a fallback (software) adapter.
+        pub async fn acquire_async(choice: GpuChoice) -> Result<GpuContext, GpuError> {
+            if choice == GpuChoice::Off {
+                return Err(GpuError::NoAdapter("the GPU was not asked for".into()));
+            }
+            let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+            let adapter = instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::HighPerformance,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+            let info = GpuInfo::of(&adapter.get_info());
+            if choice == GpuChoice::Auto && info.fallback_adapter {
+                return Err(GpuError::NoAdapter(format!(
+                    "only a fallback (software) adapter: {} ({}), no faster than the CPU",
+                    info.adapter, info.backend
+                )));
+            }
+            let limits = adapter.limits();
+            let (device, queue) = adapter
+                .request_device(&wgpu::DeviceDescriptor {
+                    label: Some("orthoscope"),
+                    required_limits: limits.clone(),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| GpuError::Device(e.to_string()))?;
+            let shared = Arc::new(Mutex::new(Shared::default()));
+            // The default handler panics on an error; keep the first one for `check` instead.
+            let sink = Arc::clone(&shared);
+            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                let error = match e {
+                    wgpu::Error::OutOfMemory { .. } => GpuError::Reported(format!("out of memory: {e}")),
+                    _ => GpuError::Reported(e.to_string()),
+                };
+                report(&sink, error);
+            }));
+            let sink = Arc::clone(&shared);
+            device.set_device_lost_callback(move |reason, message| {
+                let why = if message.is_empty() { format!("{reason:?}") } else { format!("{reason:?}: {message}") };
+                report(&sink, GpuError::Lost(why));
+            });
+            Ok(GpuContext { device, queue, limits, info, shared, pipelines: Default::default() })
+        }
+
+        /// The adapter, for the Report.
+        pub fn info(&self) -> &GpuInfo {
+            &self.info
+        }
+
+        /// The first error the device reported, if any: every GPU call checks this first.
+        pub fn check(&self) -> Result<(), GpuError> {
+            match self.shared.lock() {
+                Ok(s) => s.error.clone().map_or(Ok(()), Err),
+                Err(_) => Err(GpuError::Reported("the error record was poisoned".into())),
+            }
+        }
+
+        /// The largest storage binding the device allows, in bytes.
+        pub fn max_binding_bytes(&self) -> u64 {
+            self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
+        }
+
+        /// Destroys the device, as a driver reset would lose it: the tests (native and browser)
+        /// show that a pass then ends in [`GpuError::Lost`] rather than a panic or a hang.
+        /// Harmless otherwise, hence in every build.
+        pub fn lose_device_for_test(&self) {
+            self.device.destroy();
+            // Natively the device is lost once its queue is empty (WebGPU's rule), on a poll: run
+            // it now, so the lost callback has reported before the next call. A browser calls it
+            // from its event loop.
+            #[cfg(not(target_arch = "wasm32"))]
+            let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+        }
+
+        /// A one-shot signal for a wgpu callback ([`Signal::setter`]) that [`GpuContext::wait`]
+        /// can await.
+        pub(crate) fn signal(&self) -> Signal {
+            Signal(Arc::new(Mutex::new(Flag::default())))
+        }
+
+        /// Waits until `signal` is set, or fails as soon as the device reports an error.
+        pub(crate) fn wait<'a>(&'a self, signal: &'a Signal) -> impl Future<Output = Result<(), GpuError>> + 'a {
+            Wait { signal, shared: &self.shared }
+        }
+
+        /// Waits for `signal`, set by a callback of submission `index`. Natively the device is run
+        /// until that submission is done (its callbacks included) first, and a signal still unset
+        /// then is an error rather than a wait that would never end; a browser polls by itself.
+        #[allow(unused_variables)]
+        pub(crate) async fn completion(&self, index: &wgpu::SubmissionIndex, signal: &Signal) -> Result<(), GpuError> {
+            self.check()?;
+            #[cfg(not(target_arch = "wasm32"))]
+            {
+                let done =
+                    self.device.poll(wgpu::PollType::Wait { submission_index: Some(index.clone()), timeout: None });
+                self.check()?;
+                done.map_err(|e| GpuError::Poll(e.to_string()))?;
+                if !signal.is_set() {
+                    return Err(GpuError::Poll("the GPU finished without signalling its work done".into()));
+                }
+            }
+            self.wait(signal).await
         }
     }
 
-    /// The largest storage binding the device allows, in bytes.
-    pub fn max_binding_bytes(&self) -> u64 {
-        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
+    #[derive(Default)]
+    struct Flag {
+        done: bool,
+        waker: Option<Waker>,
     }
-}
 
-struct ThreadWaker(Thread);
+    /// A one-shot completion set by a wgpu callback.
+    #[derive(Clone)]
+    pub(crate) struct Signal(Arc<Mutex<Flag>>);
 
-impl Wake for ThreadWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
+    impl Signal {
+        /// The callback that sets it (wgpu wants `Send + 'static`).
+        pub(crate) fn setter(&self) -> impl FnOnce() + Send + 'static {
+            let flag = Arc::clone(&self.0);
+            move || {
+                let waker = match flag.lock() {
+                    Ok(mut f) => {
+                        f.done = true;
+                        f.waker.take()
+                    }
+                    Err(_) => None,
+                };
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            }
+        }
+
+        pub(crate) fn is_set(&self) -> bool {
+            self.0.lock().map(|f| f.done).unwrap_or(false)
+        }
     }
-}
 
-/// Runs a future to completion on this thread (native; a browser awaits instead). wgpu's native
-/// futures are ready once the device has been polled, which the driver does before awaiting.
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(out) => return out,
-            Poll::Pending => std::thread::park(),
+    struct Wait<'a> {
+        signal: &'a Signal,
+        shared: &'a Arc<Mutex<Shared>>,
+    }
+
+    impl Future for Wait<'_> {
+        type Output = Result<(), GpuError>;
+
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+            {
+                let Ok(mut flag) = self.signal.0.lock() else {
+                    return Poll::Ready(Err(GpuError::Poll("a completion record was poisoned".into())));
+                };
+                if flag.done {
+                    return Poll::Ready(Ok(()));
+                }
+                flag.waker = Some(cx.waker().clone());
+            }
+            let Ok(mut shared) = self.shared.lock() else {
+                return Poll::Ready(Err(GpuError::Reported("the error record was poisoned".into())));
+            };
+            if let Some(e) = shared.error.clone() {
+                return Poll::Ready(Err(e));
+            }
+            // Wakers of finished waits accumulate until the next error or until this many: keep only
+            // the recent ones (a finished wait's waker is never needed again).
+            if shared.waiting.len() > 64 {
+                shared.waiting.drain(..32);
+            }
+            shared.waiting.push(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    pub use native::block_on;
+
+    #[cfg(not(target_arch = "wasm32"))]
+    mod native {
+        use std::future::Future;
+        use std::pin::pin;
+        use std::sync::Arc;
+        use std::task::{Context, Poll, Wake, Waker};
+        use std::thread::Thread;
+
+        struct ThreadWaker(Thread);
+
+        impl Wake for ThreadWaker {
+            fn wake(self: Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+
+        /// Runs a future to completion on this thread (native; a browser awaits instead). wgpu's
+        /// native futures are ready once the device has been polled, which the driver does before
+        /// awaiting.
+        pub fn block_on<F: Future>(future: F) -> F::Output {
+            let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+            let mut cx = Context::from_waker(&waker);
+            let mut future = pin!(future);
+            loop {
+                match future.as_mut().poll(&mut cx) {
+                    Poll::Ready(out) => return out,
+                    Poll::Pending => std::thread::park(),
+                }
+            }
         }
     }
 }

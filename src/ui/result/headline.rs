@@ -132,5 +132,22 @@ pub fn Headline(
             {format!("Reference: {}.", paper::neighbours_sentence(r.epsilon))}
         </p>
         <p class="note">{estimate_note}</p>
+        {gpu_note(&r)}
     }
+}
+
+/// Where the Gram sums ran: "GPU: <adapter>" on a GPU; on the CPU, only when a GPU was asked for
+/// and not used (no adapter, a lost device, f64 needed), with why.
+fn gpu_note(r: &Report) -> Option<impl IntoView> {
+    let text = match (&r.gpu, &r.gpu_fallback) {
+        (Some(gpu), _) => format!(
+            "GPU: {} ({}{})",
+            gpu.adapter,
+            gpu.backend,
+            if gpu.fallback_adapter { ", a software adapter" } else { "" }
+        ),
+        (None, Some(why)) => format!("CPU: {why}"),
+        (None, None) => return None,
+    };
+    Some(view! { <p class="note" data-testid="gpu">{text}</p> })
 }

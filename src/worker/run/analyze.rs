@@ -1,15 +1,18 @@
 //! The loops that step a pass from the event loop: the lead's analysis, a helper's share of it, and
 //! the centred pass that follows a result.
 
+use std::rc::Rc;
+
 use web_sys::File;
 
 use super::bench::wasm_memory_bytes;
-use super::crash::crash_if_asked;
+use super::crash::{crash_if_asked, gpu_loss_asked};
 use super::pacer::{now_ms, sleep_ms, yield_task, Pacer};
 use super::sources::open_sources;
-use super::{keep_matrix, matrix_of, post, post_bytes, stop_early_asked, take_partials};
+use super::{cache_gpu, cached_gpu, keep_matrix, matrix_of, post, post_bytes, stop_early_asked, take_partials};
 use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
+use crate::pass::gpu::{GpuChoice, GpuContext};
 use crate::pass::shares::{shares_for, PassPartial, Share};
 use crate::read::locate::LocateError;
 use crate::run::analysis::Phase;
@@ -29,11 +32,78 @@ pub(super) struct Task {
     pub(super) settings: RunSettings,
 }
 
+/// How a lead's run ended without a result.
+pub(super) enum Stop {
+    /// Posted as [`Response::Failed`].
+    Failed(String),
+    /// The GPU failed: posted as [`Response::GpuFailed`], and the page runs the pass again on the
+    /// CPU pool.
+    Gpu(String),
+}
+
+impl From<String> for Stop {
+    fn from(message: String) -> Self {
+        Stop::Failed(message)
+    }
+}
+
+/// A pass's error: the GPU's own are told apart, since the CPU can still give the result.
+fn pass_error(e: Error) -> Stop {
+    match e {
+        Error::Gpu(e) => {
+            Stop::Gpu(format!("the GPU failed during the pass ({e}); the exact pass ran on the CPU instead"))
+        }
+        e => Stop::Failed(e.to_string()),
+    }
+}
+
+/// Passes smaller than this many multiply-adds (rows·d²/2) stay on the CPU pool unless the GPU is
+/// asked for (`?gpu=1`): they take about a second there, less than a GPU's set-up (adapter, shader
+/// compilation, the read-back of G).
+const GPU_MIN_MULTIPLY_ADDS: f64 = 4e9;
+
+/// Where a run asked for `choice` computes its Gram sums: `Ok(Off)` for the CPU pool without a word
+/// (asked so, or a pass too small to gain), `Err` for the CPU with a reason for the card (the demo,
+/// generated in the worker, always runs on the CPU: its pass is small and the opening page should not
+/// wait for a shader compilation).
+fn gpu_choice(choice: GpuChoice, demo: bool, shape: Option<(u64, usize)>) -> Result<GpuChoice, String> {
+    match choice {
+        GpuChoice::Off => Ok(GpuChoice::Off),
+        _ if demo => Err("the built-in demo runs on the CPU pool".to_string()),
+        GpuChoice::Auto => {
+            let work = shape.map_or(0.0, |(rows, dim)| rows as f64 * (dim * dim) as f64 / 2.0);
+            Ok(if work >= GPU_MIN_MULTIPLY_ADDS { GpuChoice::Auto } else { GpuChoice::Off })
+        }
+        GpuChoice::Any => Ok(GpuChoice::Any),
+    }
+}
+
+/// The GPU device for a run asked to use `choice`: the one of an earlier run, else a new one from
+/// the browser; `Err` says why there is none (the Report's `gpu_fallback`).
+async fn gpu_for(choice: GpuChoice) -> Result<Option<Rc<GpuContext>>, String> {
+    if choice == GpuChoice::Off {
+        return Ok(None);
+    }
+    if let Some(gpu) = cached_gpu(choice) {
+        return Ok(Some(gpu));
+    }
+    let gpu = Rc::new(GpuContext::acquire_async(choice).await.map_err(|e| format!("{e}; the CPU pool ran the pass"))?);
+    cache_gpu(choice, Some(gpu.clone()));
+    Ok(Some(gpu))
+}
+
 /// The lead's analysis of run `task.run`: open, pass (absorbing the helpers' partials as they
-/// come), report, then the spectrum.
-pub(super) async fn analyze(task: Task, tensor: Option<String>, workers: u32) -> Result<(), String> {
+/// come; on the GPU, alone), report, then the spectrum. `gpu_fallback`: why a rerun after a GPU
+/// failure is on the CPU.
+pub(super) async fn analyze(
+    task: Task,
+    tensor: Option<String>,
+    workers: u32,
+    gpu_fallback: Option<String>,
+) -> Result<(), Stop> {
     let Task { run, source, files, settings } = task;
     let started = now_ms();
+    let demo = matches!(source, SourceSpec::Demo(_));
     let opened = open_sources(&source, files).await?;
     // A Cancel or a newer run may have come in while the server was probed.
     let mut pacer = Pacer::new(run);
@@ -44,7 +114,7 @@ pub(super) async fn analyze(task: Task, tensor: Option<String>, workers: u32) ->
     let bytes_fetched = || traffic.as_ref().map(|t| t.bytes.get());
     let config = settings.config();
     // Over the network every byte is a download: read the embedding and nothing more.
-    let options = JobOptions { tensor_bytes_only: opened.url.is_some() };
+    let options = JobOptions { tensor_bytes_only: opened.url.is_some(), gpu: None };
     let (mut job, found) = match Job::open_with(opened.sources.clone(), tensor.as_deref(), config, options) {
         Ok(opened) => opened,
         // No input embedding but matrices to choose from: nothing runs; the page offers them and
@@ -54,12 +124,27 @@ pub(super) async fn analyze(task: Task, tensor: Option<String>, workers: u32) ->
             post(run, Response::Choose { opened: survey, message: e.to_string() });
             return Ok(());
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(Stop::Failed(e.to_string())),
     };
     let chosen = found.chosen.clone();
     post(run, Response::Opened(found));
-    // The pass is split only as far as the accumulators fit the memory budget (`pass`).
-    let of = shares_for(workers, job.accumulator_bytes());
+    let (gpu, gpu_fallback) = match gpu_choice(settings.gpu, demo, job.matrix().shape().ok()) {
+        Ok(GpuChoice::Off) => (None, gpu_fallback),
+        Ok(choice) => match gpu_for(choice).await {
+            Ok(gpu) => (gpu, gpu_fallback),
+            Err(why) => (None, gpu_fallback.or(Some(why))),
+        },
+        Err(why) => (None, gpu_fallback.or(Some(why))),
+    };
+    if pacer.superseded() {
+        return Ok(());
+    }
+    if let Some(gpu) = &gpu {
+        job.set_gpu(gpu.clone());
+    }
+    // The pass is split only as far as the accumulators fit the memory budget (`pass`); a GPU pass
+    // is the lead's alone.
+    let of = if gpu.is_some() { 1 } else { shares_for(workers, job.accumulator_bytes()) };
     if of > 1 {
         job.split(of);
         post(run, Response::Split { tensor: chosen, of });
@@ -72,20 +157,28 @@ pub(super) async fn analyze(task: Task, tensor: Option<String>, workers: u32) ->
         progress.bytes_fetched = bytes_fetched();
         post(run, Response::Progress(progress));
     }
+    let mut ahead = opened.read_ahead();
     loop {
-        if job.step().map_err(|e| e.to_string())? {
+        ahead.before_step(|n| job.upcoming_reads(n)).await;
+        if job.step().map_err(pass_error)? {
             break;
         }
         if stop_early_asked() {
             job.stop();
             break;
         }
+        // The GPU's queue is kept short (memory), without blocking the worker.
+        job.settle_gpu().await.map_err(pass_error)?;
         // The first running ε goes on screen as soon as the pass has one, not at the next tick.
         let first_estimate = !estimate_posted && job.has_estimate();
         if pacer.progress_due(first_estimate) {
+            job.refresh_gpu_estimate().await.map_err(pass_error)?;
             let mut progress = job.progress();
             estimate_posted |= progress.epsilon.is_some();
             crash_if_asked(settings.crash, progress.rows_seen);
+            if let Some(gpu) = gpu.as_ref().filter(|_| gpu_loss_asked(settings.crash, progress.rows_seen)) {
+                gpu.lose_device_for_test();
+            }
             progress.bytes_fetched = bytes_fetched();
             post(run, Response::Progress(progress));
         }
@@ -106,7 +199,13 @@ pub(super) async fn analyze(task: Task, tensor: Option<String>, workers: u32) ->
         }
         absorbed += absorb_received(run, &mut job)?;
     }
+    // The GPU's sums are read back once, into the accumulator the report and the eigen step read.
+    job.finish_gpu().await.map_err(pass_error)?;
+    if pacer.superseded() {
+        return Ok(());
+    }
     let mut report = job.report(now_ms() - started).map_err(|e| e.to_string())?;
+    report.gpu_fallback = report.gpu_fallback.or(gpu_fallback);
     keep_matrix(run, job.matrix().clone());
     report.peak_wasm_bytes = wasm_memory_bytes();
     report.source_url = opened.url.as_ref().map(|(u, _)| u.clone());
@@ -146,8 +245,10 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
     if pacer.superseded() {
         return Ok(());
     }
+    let mut ahead = opened.read_ahead();
     let mut analysis = Job::open_share(opened.sources, &tensor, settings.config(), share).map_err(|e| e.to_string())?;
     while analysis.phase() != Phase::Done {
+        ahead.before_step(|n| (analysis.file(), analysis.upcoming_reads(n))).await;
         analysis.step().map_err(|e| e.to_string())?;
         if stop_early_asked() {
             break;

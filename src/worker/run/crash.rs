@@ -11,6 +11,19 @@ use crate::worker::protocol::TestCrash;
 #[cfg(not(feature = "test-hooks"))]
 pub(super) fn crash_if_asked(_crash: Option<TestCrash>, _rows_seen: u64) {}
 
+/// The release build never loses its GPU on purpose.
+#[cfg(not(feature = "test-hooks"))]
+pub(super) fn gpu_loss_asked(_crash: Option<TestCrash>, _rows_seen: u64) -> bool {
+    false
+}
+
+/// Whether `?crash=gpu-lost` asks the GPU device to be destroyed now (the caller does it, as a
+/// driver reset would): the pass must then finish on the CPU.
+#[cfg(feature = "test-hooks")]
+pub(super) fn gpu_loss_asked(crash: Option<TestCrash>, rows_seen: u64) -> bool {
+    crash.is_some_and(|c| c.kind == CrashKind::GpuLost && rows_seen >= c.after_rows)
+}
+
 /// Fails the way `crash` asks once `rows_seen` reaches its row count: a real panic, as a bug would
 /// cause, or a real exhaustion of the wasm memory.
 #[cfg(feature = "test-hooks")]
@@ -31,5 +44,7 @@ pub(super) fn crash_if_asked(crash: Option<TestCrash>, rows_seen: u64) {
                 std::hint::black_box(&held);
             }
         }
+        // Not a crash of the worker: the analysis loop destroys its GPU device (`gpu_loss_asked`).
+        CrashKind::GpuLost => {}
     }
 }

@@ -9,6 +9,7 @@ mod pacer;
 mod sources;
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use js_sys::{Object, Reflect};
@@ -18,10 +19,11 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use super::protocol::{Envelope, Request, Response};
 use crate::explain::neighbours::nearest;
+use crate::pass::gpu::{GpuChoice, GpuContext};
 use crate::pass::kernel;
 use crate::read::matrix::Matrix;
 
-use analyze::{analyze, run_centred, run_share, Task};
+use analyze::{analyze, run_centred, run_share, Stop, Task};
 use sources::attached_files;
 
 /// The envelope's run of a message about no run (Ready, the benchmark, an unreadable request, a
@@ -43,6 +45,9 @@ struct State {
     last_matrix: Option<(u64, Matrix)>,
     /// Helpers' partials the page forwarded to this (lead) worker, with their run, not yet absorbed.
     partials: Vec<(u64, Vec<u8>)>,
+    /// The GPU device of earlier runs, with the choice it was acquired for (asking the browser for
+    /// an adapter again each run costs a round trip); dropped when it fails.
+    gpu: Option<(GpuChoice, Rc<GpuContext>)>,
 }
 
 thread_local! {
@@ -117,6 +122,15 @@ fn drop_partials() {
     with_state(|s| s.partials.clear());
 }
 
+/// The device acquired earlier for `choice`, if any.
+fn cached_gpu(choice: GpuChoice) -> Option<Rc<GpuContext>> {
+    with_state(|s| s.gpu.as_ref().filter(|(c, _)| *c == choice).map(|(_, g)| g.clone()))
+}
+
+fn cache_gpu(choice: GpuChoice, gpu: Option<Rc<GpuContext>>) {
+    with_state(|s| s.gpu = gpu.map(|g| (choice, g)));
+}
+
 fn scope() -> DedicatedWorkerGlobalScope {
     js_sys::global().unchecked_into()
 }
@@ -181,14 +195,20 @@ fn dispatch(request: Request, data: &JsValue) {
         Request::Benchmark { peak_iterations, dim, rows } => wasm_bindgen_futures::spawn_local(async move {
             post(NO_RUN, bench::benchmark(peak_iterations, dim, rows).await)
         }),
-        Request::Analyze { run, source, tensor, settings, workers } => {
+        Request::Analyze { run, source, tensor, settings, workers, gpu_fallback } => {
             let files = attached_files(data);
             begin_run(run);
             drop_partials();
             let task = Task { run, source, files, settings };
             wasm_bindgen_futures::spawn_local(async move {
-                if let Err(message) = analyze(task, tensor, workers).await {
-                    post(run, Response::Failed { message });
+                match analyze(task, tensor, workers, gpu_fallback).await {
+                    Ok(()) => {}
+                    Err(Stop::Failed(message)) => post(run, Response::Failed { message }),
+                    Err(Stop::Gpu(message)) => {
+                        // A device that failed once is not offered to the next run.
+                        cache_gpu(GpuChoice::Off, None);
+                        post(run, Response::GpuFailed { message });
+                    }
                 }
             });
         }
