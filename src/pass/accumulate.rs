@@ -301,6 +301,14 @@ impl PairAccumulator {
         }
     }
 
+    /// Kept rows whose pairs the sums already hold (all of them on the row route, and after a flush).
+    pub fn rows_in_sums(&self) -> u64 {
+        match self {
+            PairAccumulator::Gram(g) => g.counts.kept.saturating_sub(g.pending_rows() as u64),
+            PairAccumulator::Rows(r) => r.rows() as u64,
+        }
+    }
+
     /// Runs the rows the f32 Gram pass holds back through the kernel ([`GramMoments::flush`]).
     pub fn flush(&mut self) {
         if let PairAccumulator::Gram(g) = self {

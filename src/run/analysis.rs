@@ -401,7 +401,14 @@ impl Analysis {
                 }
             }
             Phase::Pass if self.on_gpu() => self.step_pass_gpu()?,
-            Phase::Pass => self.step_pass()?,
+            Phase::Pass => {
+                self.step_pass()?;
+                // The first running ε as soon as the pass has two rows, not after a whole batch of
+                // the kernel (`GramMoments::flush`): only the first, short batch is cut.
+                if self.gram.rows_in_sums() < 2 {
+                    self.gram.flush();
+                }
+            }
             Phase::Done => {}
         }
         if self.phase == Phase::Done {

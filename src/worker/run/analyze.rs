@@ -169,10 +169,18 @@ pub(super) async fn analyze(
         }
         // The GPU's queue is kept short (memory), without blocking the worker.
         job.settle_gpu().await.map_err(pass_error)?;
+        // Messages get in while the GPU is awaited: a Cancel or a newer run ends this loop before
+        // it posts anything more.
+        if pacer.superseded() {
+            return Ok(());
+        }
         // The first running ε goes on screen as soon as the pass has one, not at the next tick.
         let first_estimate = !estimate_posted && job.has_estimate();
         if pacer.progress_due(first_estimate) {
             job.refresh_gpu_estimate().await.map_err(pass_error)?;
+            if pacer.superseded() {
+                return Ok(());
+            }
             let mut progress = job.progress();
             estimate_posted |= progress.epsilon.is_some();
             crash_if_asked(settings.crash, progress.rows_seen);
@@ -182,8 +190,11 @@ pub(super) async fn analyze(
             progress.bytes_fetched = bytes_fetched();
             post(run, Response::Progress(progress));
         }
-        if pacer.pause().await {
-            // A helper that finished first: its rows join the running estimate now.
+        // A helper that finished first: its rows join the running estimate now — once the lead's
+        // own pass has begun. Before, the lead has not yet chosen its kernel and centre from the
+        // sample, and a partial taken in then would leave it uncentred (a result that depended on
+        // timing); the partials wait in the state meanwhile.
+        if pacer.pause().await && job.pass_begun() {
             absorbed += absorb_received(run, &mut job)?;
         }
         if pacer.superseded() {
