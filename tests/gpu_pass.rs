@@ -143,7 +143,7 @@ fn raw_rows_are_decoded_on_the_gpu_as_the_cpu_decodes_them() {
         let mut values = vec![0f32; rows * dim];
         decode_rows(&bytes, &dtype, dim, &mut values).unwrap_or_else(|e| panic!("{name}: {e}"));
         let ((mu, sigma, eps), counts) = all_pairs(&values, dim);
-        let options = GramOptions { max_binding_bytes: None, block_rows: 53 };
+        let options = GramOptions { max_binding_bytes: None, block_rows: 53, ..GramOptions::default() };
         let mut pass = GpuGram::new(Rc::clone(&ctx), dim, None, options).unwrap_or_else(|e| panic!("{name}: {e}"));
         let (mut at, mut slice) = (0, 1);
         while at < rows {

@@ -639,7 +639,7 @@ impl Analysis {
                 return Ok(());
             }
             let centre = mean_row(&self.sample_units, self.dim_padded);
-            let options = GramOptions { max_binding_bytes: None, block_rows: block_rows_for(self.dim) };
+            let options = GramOptions { block_rows: block_rows_for(self.dim), ..GramOptions::default() };
             let info = ctx.info().clone();
             let gram = GpuGram::new(ctx, self.dim, centre.as_deref(), options)?;
             // The CPU accumulator's d²/2 values are not needed until the sums come back.

@@ -163,8 +163,8 @@ test("Cancel stops a long run at once and the page stays usable", async () => {
     const r = await analyseFiles(b.page, small);
     assert.equal(r.status, "done", r.text);
     assert.equal(r.report.rows, 2000);
-    const { seen, total } = assertCancelledMidPass(await pageLog(b.page), run);
-    console.log(`cancelled after ${seen} of ${total} rows`);
+    const { seen, total, shownMs, ackMs } = assertCancelledMidPass(await pageLog(b.page), run);
+    console.log(`cancelled after ${seen} of ${total} rows; shown ${shownMs.toFixed(0)} ms and acknowledged by every worker ${ackMs.toFixed(0)} ms after the click`);
     assertClean(b);
   } finally { await b.close(); }
 });

@@ -113,8 +113,8 @@ test("Cancel stops a GPU pass at once and the page stays usable", async () => {
     const r = await analyseFiles(b.page, small);
     assert.equal(r.status, "done", r.text);
     assert.ok(r.report.gpu, "the next file ran on the GPU again");
-    const { seen, total } = assertCancelledMidPass(await pageLog(b.page), run);
-    console.log(`GPU pass cancelled after ${seen} of ${total} rows`);
+    const { seen, total, shownMs, ackMs } = assertCancelledMidPass(await pageLog(b.page), run);
+    console.log(`GPU pass cancelled after ${seen} of ${total} rows; shown ${shownMs.toFixed(0)} ms and acknowledged ${ackMs.toFixed(0)} ms after the click`);
     assertClean(b);
   } finally { await b.close(); }
 });

@@ -253,7 +253,8 @@ export async function workerBenchmark(page, meta, peakIterations) {
 /** Runs in the page before its own scripts: keeps, in the order the page's event loop sees them,
  *  every message an analysis worker posts ({worker, run, kind}, with `rows_seen`, `rows` and
  *  `fraction` for Progress), every worker error event ({worker, kind: "error"}) and every change of
- *  the report element's state ({status, run}). Ordering asserts read this log instead of a clock.
+ *  the report element's state ({status, run}), each with its `performance.now()` time `t`. Ordering
+ *  asserts read the log's order, not its times; the times give latencies to print.
  *  The page sets a status in the same turn as the message that caused it (its effects run as
  *  microtasks), so the log shows which message a status followed. */
 function installPageLog() {
@@ -271,20 +272,25 @@ function installPageLog() {
         try { envelope = JSON.parse(json); } catch { return; }
         const { run, response } = envelope;
         const kind = typeof response === "string" ? response : Object.keys(response ?? {})[0];
-        const entry = { worker, run, kind };
+        const entry = { worker, run, kind, t: performance.now() };
         if (kind === "Progress") Object.assign(entry, { rows_seen: response.Progress.rows_seen, rows: response.Progress.rows, fraction: response.Progress.fraction });
         log.push(entry);
       });
-      this.addEventListener("error", () => log.push({ worker, kind: "error" }));
+      this.addEventListener("error", () => log.push({ worker, kind: "error", t: performance.now() }));
     }
   };
+  // Clicks on Cancel and Stop here, for the latency from the click to what it caused.
+  addEventListener("click", (e) => {
+    const el = e.target.closest?.('[data-testid="cancel"], [data-testid="stop-early"]');
+    if (el) log.push({ click: el.getAttribute("data-testid"), t: performance.now() });
+  }, true);
   let last = "";
   const record = () => {
     const el = document.querySelector('[data-testid="report"]');
     if (!el) return;
     const state = { status: el.getAttribute("data-status"), run: Number(el.getAttribute("data-run")) };
     const key = `${state.status}/${state.run}`;
-    if (key !== last) { last = key; log.push(state); }
+    if (key !== last) { last = key; log.push({ ...state, t: performance.now() }); }
   };
   new MutationObserver(record).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-status", "data-run"] });
 }
@@ -351,5 +357,10 @@ export function assertCancelledMidPass(log, run) {
   const next = statuses.findIndex((e) => e.run > run);
   assert.ok(next >= 0 && log.indexOf(statuses[next]) > cancelledAt, "the next run started after the cancel");
   assert.equal(statuses.at(-1).status, "done", "and the next run finished");
-  return { seen, total, workers };
+  // Latencies from the click (printed, not asserted: timings are the benchmark's business).
+  const click = log.slice(0, cancelledAt).findLast((e) => e.click === "cancel");
+  assert.ok(click, "the Cancel click is in the log");
+  const shownMs = log[cancelledAt].t - click.t;
+  const ackMs = Math.max(...workers.map((w) => log.find((e) => e.worker === w && e.run === run && e.kind === "Cancelled").t)) - click.t;
+  return { seen, total, workers, shownMs, ackMs };
 }

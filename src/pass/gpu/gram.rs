@@ -36,6 +36,8 @@ pub const MAX_DIM: usize = 1 << 16;
 const SHADER: &str = include_str!("gram.wgsl");
 /// Workgroups of `frob` per band (`FROB_GROUPS`): the partial sums read back are this many per band.
 const FROB_GROUPS: u32 = 64;
+/// Bytes of W read back at a time when a pass finishes (at least one row of a band).
+pub const READ_SLICE_BYTES: u64 = 16 << 20;
 
 /// How a pass is cut up. The defaults suit any device; tests shrink both to force many bands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,11 +47,13 @@ pub struct GramOptions {
     pub max_binding_bytes: Option<u64>,
     /// Rows per block (per submission); at most [`block_rows_for`] the width.
     pub block_rows: usize,
+    /// Bytes of W read back at a time when the pass finishes (at least one row of a band).
+    pub read_slice_bytes: u64,
 }
 
 impl Default for GramOptions {
     fn default() -> Self {
-        Self { max_binding_bytes: None, block_rows: DEFAULT_BLOCK_ROWS }
+        Self { max_binding_bytes: None, block_rows: DEFAULT_BLOCK_ROWS, read_slice_bytes: READ_SLICE_BYTES }
     }
 }
 
@@ -120,6 +124,8 @@ pub struct GpuGram {
     /// Rows submitted, and the multiply-adds of their Gram dispatches (two flops each).
     rows_sent: u64,
     flops: f64,
+    /// Bytes of W per read-back slice ([`GramOptions::read_slice_bytes`]).
+    read_slice_bytes: u64,
 }
 
 /// The element types the shader decodes from raw little-endian rows (`prep`'s `load_bits`).
@@ -373,6 +379,7 @@ impl GpuGram {
             in_flight: VecDeque::new(),
             rows_sent: 0,
             flops: 0.0,
+            read_slice_bytes: options.read_slice_bytes,
         })
     }
 
@@ -524,9 +531,13 @@ impl GpuGram {
 
     /// Copies a buffer back and returns its u32 words.
     async fn read(&self, buffer: &wgpu::Buffer) -> Result<Vec<u32>, GpuError> {
+        self.read_range(buffer, 0, buffer.size()).await
+    }
+
+    /// Copies `size` bytes of a buffer from byte `offset` (both multiples of 4) back as u32 words.
+    async fn read_range(&self, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u32>, GpuError> {
         let ctx = &self.ctx;
         ctx.check()?;
-        let size = buffer.size();
         let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
             size,
@@ -535,7 +546,7 @@ impl GpuGram {
         });
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read back") });
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
         let index = ctx.queue.submit([encoder.finish()]);
         let mapped: Arc<Mutex<Option<Result<(), wgpu::BufferAsyncError>>>> = Arc::new(Mutex::new(None));
         let sink = Arc::clone(&mapped);
@@ -605,32 +616,39 @@ impl GpuGram {
     }
 
     /// Sends the last rows, reads s_w, W, Σ‖v‖², Σ‖v‖⁴ and the counts back once, and recovers s and
-    /// G in f64. Natively the device is polled; in a browser the mappings complete on the event loop.
+    /// G in f64. W comes back a slice of rows at a time ([`GramOptions::read_slice_bytes`]), each slice added to G
+    /// as it arrives: at d = 16384 all of W is 1.6 GB, more than a tab's worker can hold next to G.
+    /// Natively the device is polled; in a browser the mappings complete on the event loop.
     pub async fn finish_async(mut self) -> Result<GpuGramSums, GpuError> {
         self.flush()?;
         let totals = self.read(&self.totals).await?;
-        let mut bands = Vec::with_capacity(self.bands.len());
-        for band in &self.bands {
-            bands.push(self.read(&band.buffer).await?);
-        }
         let (counts, sum_centred, sum_norm2, sum_norm4) = self.totals_parts(&totals);
         let centre: Vec<f64> = self.centre.iter().map(|&c| c as f64).collect();
         let n = counts.kept as f64;
         let sum: Vec<f64> = sum_centred.iter().zip(&centre).map(|(s, c)| s + n * c).collect();
-        // W entry (a, b), a ≤ b < dim, from the band holding row a.
-        let w = |a: usize, b: usize| -> f64 {
-            let Some((band, words)) = self.bands.iter().zip(&bands).find(|(band, _)| a < band.first + band.height)
-            else {
-                return 0.0;
-            };
-            let o = 3 * ((a - band.first) * band.width + (b - band.first));
-            fixed(words.get(o..o + 3).unwrap_or(&[]))
-        };
         let mut gram = PackedGram::new(self.dim);
-        gram.add_entries(|a, b| match (centre.get(a), centre.get(b), sum_centred.get(a), sum_centred.get(b)) {
-            (Some(&ca), Some(&cb), Some(&sa), Some(&sb)) => w(a, b) + ca * sb + sa * cb + n * ca * cb,
-            _ => 0.0,
-        });
+        for band in &self.bands {
+            let row_bytes = band.width as u64 * 12;
+            let slice_rows = (self.read_slice_bytes / row_bytes).max(1) as usize;
+            let mut top = 0;
+            while top < band.height && band.first + top < self.dim {
+                let rows = slice_rows.min(band.height - top);
+                let words = self.read_range(&band.buffer, top as u64 * row_bytes, rows as u64 * row_bytes).await?;
+                let first_row = band.first + top;
+                // W entry (a, b), a ≤ b, of this slice: row a - first_row, column b - band.first.
+                let w = |a: usize, b: usize| -> f64 {
+                    let o = 3 * ((a - first_row) * band.width + (b - band.first));
+                    fixed(words.get(o..o + 3).unwrap_or(&[]))
+                };
+                gram.add_entries_in_rows(first_row..first_row + rows, |a, b| {
+                    match (centre.get(a), centre.get(b), sum_centred.get(a), sum_centred.get(b)) {
+                        (Some(&ca), Some(&cb), Some(&sa), Some(&sb)) => w(a, b) + ca * sb + sa * cb + n * ca * cb,
+                        _ => 0.0,
+                    }
+                });
+                top += rows;
+            }
+        }
         Ok(GpuGramSums { counts, dim: self.dim, sum, sum_norm2, sum_norm4, gram, bands: self.bands.len() })
     }
 

@@ -197,12 +197,22 @@ impl PackedGram {
 
     /// Adds a symmetric E, given entry by entry (a ≤ b), to the stored triangle.
     pub fn add_entries(&mut self, extra: impl Fn(usize, usize) -> f64) {
-        for p in 0..self.panels() {
+        self.add_entries_in_rows(0..self.dim_padded, extra);
+    }
+
+    /// Adds E's entries (a, b), a ≤ b, for the rows a in `rows` only: a GPU pass converts its sums
+    /// into G a few rows at a time, so its read-back never holds more than one slice of them.
+    pub fn add_entries_in_rows(&mut self, rows: std::ops::Range<usize>, extra: impl Fn(usize, usize) -> f64) {
+        let end = rows.end.min(self.dim_padded);
+        for p in rows.start / TILE_A..end.div_ceil(TILE_A) {
             let c0 = Self::panel_start(p);
             let width = self.dim_padded - c0;
             let (lo, hi) = (self.offsets[p], self.offsets[p + 1]);
             for t in 0..TILE_A {
                 let a = p * TILE_A + t;
+                if !rows.contains(&a) {
+                    continue;
+                }
                 for (j, g) in self.values[lo..hi][t * width..(t + 1) * width].iter_mut().enumerate() {
                     let b = c0 + j;
                     if b >= a {
