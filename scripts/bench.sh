@@ -5,10 +5,12 @@
 #   bash scripts/bench.sh --rows 128256    # Llama-3 shape
 #   options: --rows N --dim D --skip-browser --skip-paper (NumPy's all-pairs method is the slowest row)
 #            --skip-gpu (no GPU rows: the CLI's --gpu, the page's ?gpu=1, PyTorch with CUDA)
+#            --skip-scaling (no thread sweep: the CLI on 1, 2, 4, … all threads at d = 4096 and 8192)
+#            --scaling-only (only that sweep)
 # Makes target/bench/ (the file, a venv with NumPy from PyPI, results.jsonl). Times are single runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROWS=32000 DIM=4096 BROWSER=1 PAPER=1 GPU=1
+ROWS=32000 DIM=4096 BROWSER=1 PAPER=1 GPU=1 SCALING=1 MAIN=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --rows) ROWS="$2"; shift 2 ;;
@@ -16,6 +18,8 @@ while [ $# -gt 0 ]; do
     --skip-browser) BROWSER=0; shift ;;
     --skip-paper) PAPER=0; shift ;;
     --skip-gpu) GPU=0; shift ;;
+    --skip-scaling) SCALING=0; shift ;;
+    --scaling-only) MAIN=0; BROWSER=0; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -32,6 +36,41 @@ say "building the CLI and the page"
 cargo build --release --bin orthoscope >&2
 [ "$BROWSER" = 0 ] || trunk build --release >&2
 CLI=target/release/orthoscope
+
+if [ "$SCALING" = 1 ]; then
+  # The thread sweep: how the CPU pass scales with the cores at the widths where the memory budget
+  # used to stop it. Wall time of the whole analyze (reading, the pass, the eigen step).
+  say "scaling: the CLI on 1, 2, 4, … $CORES threads (32000×4096 and 12000×8192 bf16)"
+  counts=(); t=1; while [ "$t" -lt "$CORES" ]; do counts+=("$t"); t=$((t * 2)); done; counts+=("$CORES")
+  SCALE="$OUT/scaling.jsonl"; : > "$SCALE"
+  for shape in 32000x4096 12000x8192; do
+    F="$OUT/embed-${shape}-bf16.safetensors"
+    [ -f "$F" ] || "$CLI" generate "$F" --rows "${shape%x*}" --dim "${shape#*x}" --dtype BF16 --kind trained-like >&2
+    for n in "${counts[@]}"; do
+      start=$(date +%s.%N)
+      "$CLI" analyze "$F" --json --threads "$n" > "$OUT/scaling-run.json"
+      end=$(date +%s.%N)
+      python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(json.dumps({"shape": sys.argv[2], "threads": int(sys.argv[3]), "seconds": float(sys.argv[5]) - float(sys.argv[4]),
+                  "workers": r.get("workers", 1), "gram_gflops": r.get("gram_gflops"), "epsilon": r["epsilon"]}))' \
+        "$OUT/scaling-run.json" "$shape" "$n" "$start" "$end" >> "$SCALE"
+    done
+  done
+  python3 - "$SCALE" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("\n| shape (bf16) | threads asked | shares ran | wall time (s) | ÷ 1 thread | Gram GFLOP/s per thread | ε |")
+print("|---|---:|---:|---:|---:|---:|---|")
+for r in rows:
+    one = next(o for o in rows if o["shape"] == r["shape"] and o["threads"] == 1)
+    g = r["gram_gflops"]
+    print(f"| {r['shape']} | {r['threads']} | {r['workers']} | {r['seconds']:.2f} | {one['seconds'] / r['seconds']:.2f}× | "
+          f"{'–' if g is None else f'{g:.1f}'} | {r['epsilon']:.9f} |")
+PY
+fi
+[ "$MAIN" = 1 ] || exit 0
 [ -f "$FILE" ] || "$CLI" generate "$FILE" --rows "$ROWS" --dim "$DIM" --dtype BF16 --kind trained-like >&2
 
 say "NumPy from PyPI (venv in $OUT/venv)"
