@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   assertClean, serve, currentRun, openApp, openAppWithLog, pageLog, progressFrom, cancelAcknowledged, assertCancelledMidPass,
-  analyseFiles, fixture, ROOT,
+  analyseFiles, fixture, cliReport, ROOT,
 } from "./harness.mjs";
 
 let server;
@@ -126,4 +126,43 @@ test("a worker that runs out of memory mid-run (no panic hook, a bare trap) fail
   // ?crash=oom: the last worker allocates until its wasm memory cannot grow; Rust's allocation
   // failure aborts with an `unreachable` trap, which only the Worker's error event reports.
   await recovers("?workers=2&kernel=simd128&crash_after_rows=2000&crash=oom", /test out of memory/, /analysis worker stopped .*out of memory/, /unreachable|RuntimeError|analysis worker|memory/i);
+});
+
+test("d = 8192 (a 70B model's width): both workers share the pass and the geometry comes after, equal to the CLI's", async () => {
+  // 9000×8192 bf16 (147 MB): the f64 Gram triangle is 268 MB per worker, two fit the pool's budget.
+  const path = fixture("wide-9000x8192-bf16.safetensors", "--rows", "9000", "--dim", "8192", "--dtype", "BF16", "--seed", "21");
+  const want = cliReport(path, "--threads", "2");
+  // The plain simd128 build: its kernels are the CLI's portable ones bit for bit.
+  const b = await openApp(server, "?workers=2&kernel=simd128");
+  try {
+    const r = await analyseFiles(b.page, path);
+    assert.equal(r.status, "done", r.text);
+    assert.equal(r.report.workers, 2, "both workers ran the pass");
+    assert.equal(r.report.exact, true);
+    assert.equal(r.report.rows_used, 9000);
+    assert.ok(Math.abs(r.report.epsilon - want.epsilon) <= 1e-9, `ε: page ${r.report.epsilon}, CLI ${want.epsilon}`);
+    // The eigen step runs after the result is shown; wait for its Report.
+    const t0 = Date.now();
+    await b.page.waitForFunction(() => {
+      const el = document.querySelector('[data-testid="report"]');
+      const rep = el?.getAttribute("data-report");
+      return rep && JSON.parse(rep).geometry;
+    }, null, { timeout: 300_000, polling: 200 });
+    const waited = Date.now() - t0;
+    const g = JSON.parse(await b.page.getAttribute('[data-testid="report"]', "data-report")).geometry;
+    const w = want.geometry;
+    assert.equal(g.method, "lanczos");
+    assert.equal(g.method, w.method);
+    assert.ok(g.eigenvalues.length >= 64, `${g.eigenvalues.length} leading eigenvalues`);
+    for (let i = 1; i < g.eigenvalues.length; i++) assert.ok(g.eigenvalues[i] <= g.eigenvalues[i - 1], `descending at ${i}`);
+    for (let i = 0; i < 16; i++) {
+      assert.ok(Math.abs(g.eigenvalues[i] - w.eigenvalues[i]) <= 1e-6 * w.eigenvalues[0], `λ${i}: page ${g.eigenvalues[i]}, CLI ${w.eigenvalues[i]}`);
+    }
+    assert.ok(Math.abs(g.participation_ratio - w.participation_ratio) <= 1e-9 * w.participation_ratio,
+      `participation ratio: page ${g.participation_ratio}, CLI ${w.participation_ratio}`);
+    assert.match(await b.page.textContent('[data-testid="report"]'), /participation ratio/);
+    console.log(`9000×8192 bf16, 2 workers: pass ${r.report.timing_ms.toFixed(0)} ms (Gram ${r.report.gram_gflops?.toFixed(1)} GFLOP/s per worker); ` +
+      `eigen step ${g.eigen_ms?.toFixed(0)} ms in the tab (shown ${waited} ms after the result), CLI ${w.eigen_ms?.toFixed(0)} ms`);
+    assertClean(b);
+  } finally { await b.close(); }
 });
