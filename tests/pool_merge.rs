@@ -1,6 +1,7 @@
 //! A pass split over workers (`src/pass/shares.rs`): shares of the plan's blocks, merged in any order,
-//! give the one-pass answer (G, s, μ, σ, ε to 1e-12 relative), and the CLI with 1 and N threads
-//! prints the same ε.
+//! give the one-pass answer (G, s, μ, σ, ε to 1e-12 relative), and so do bands of G's columns, each
+//! over every row (bit for bit: a band's entries are summed exactly as one pass sums them); the CLI
+//! with 1 and N threads, by rows or by columns, prints the same ε.
 
 use orthoscope::pass::accumulate::PairAccumulator;
 use orthoscope::pass::kernel::Precision;
@@ -98,18 +99,78 @@ fn shares_merged_in_any_order_equal_one_pass() {
     }
 }
 
+/// Bands of G's columns (any number, any width, f64 and f32 kernels), placed in any order, give
+/// the one-pass G, s and moments exactly; each band holds only its part of the triangle.
+#[test]
+fn column_bands_placed_in_any_order_equal_one_pass_bit_for_bit() {
+    for (rows, dim, precision) in
+        [(1200, 72, Precision::F64), (900, 131, Precision::F32), (700, 515, Precision::F32), (300, 9, Precision::F64)]
+    {
+        let file = model(rows, dim, 13);
+        let config = AnalysisConfig { block_rows: 16, precision, ..AnalysisConfig::default() };
+        let whole = analysis(&file, config.clone()).run().unwrap().into_partial();
+        for of in [2u32, 3, 5, 16] {
+            let case = format!("{rows}×{dim} {precision:?}, {of} bands");
+            let parts: Vec<PassPartial> =
+                (0..of).map(|i| share_partial(&file, &config, Share::columns(i, of).unwrap())).collect();
+            let sizes: Vec<usize> = parts.iter().map(|p| p.gram.bytes()).collect();
+            assert!(
+                sizes.iter().all(|&b| b < whole.gram.bytes() || of as usize > dim / 8),
+                "{case}: a band holds all of G: {sizes:?}"
+            );
+            for order in [(0..of as usize).collect::<Vec<_>>(), (0..of as usize).rev().collect()] {
+                let mut merged = PassPartial::empty(dim);
+                for &i in &order {
+                    merged.merge(&PassPartial::from_bytes(&parts[i].to_bytes()).unwrap()).unwrap();
+                }
+                assert_same_sums(&merged, &whole, dim, &case);
+                let (PairAccumulator::Gram(m), PairAccumulator::Gram(w)) = (&merged.gram, &whole.gram) else {
+                    panic!("{case}: the Gram route")
+                };
+                assert_eq!(m.gram(), w.gram(), "{case}: G bit for bit");
+                assert_eq!(m.moments(), w.moments(), "{case}: moments bit for bit");
+                // The bands' work adds up to one pass's (the Report's GFLOP/s per worker).
+                assert!(
+                    close(m.kernel_flops, w.kernel_flops, 1e-9),
+                    "{case}: {} vs {} flops",
+                    m.kernel_flops,
+                    w.kernel_flops
+                );
+            }
+        }
+    }
+}
+
+/// A band of another pass (other rows) is refused with a message, not placed.
+#[test]
+fn a_band_of_another_pass_is_refused() {
+    let config = AnalysisConfig::default();
+    let file = model(800, 64, 4);
+    let mut lead = share_partial(&file, &config, Share::columns(0, 2).unwrap());
+    let other = share_partial(&model(700, 64, 4), &config, Share::columns(1, 2).unwrap());
+    assert!(matches!(lead.merge(&other), Err(orthoscope::pass::shares::PassError::Band(_))));
+}
+
 /// The lead's job (share 0 with the histogram's sample) absorbing the helpers' partials reports
 /// what one whole pass reports.
 fn pooled_report(file: &[u8], config: &AnalysisConfig, of: u32) -> Report {
+    pooled_report_split(file, config, of, false)
+}
+
+fn pooled_report_split(file: &[u8], config: &AnalysisConfig, of: u32, columns: bool) -> Report {
     let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", file.to_vec()));
     let (mut job, opened) = Job::open(vec![source], None, config.clone()).unwrap();
-    job.split(of);
+    if columns {
+        job.split_columns(of);
+    } else {
+        job.split(of);
+    }
+    let share = |i| if columns { Share::columns(i, of) } else { Share::new(i, of) };
     let mut job = job.run().unwrap();
     // Helpers finish in any order; absorb them last-first.
     for i in (1..of).rev() {
         let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", file.to_vec()));
-        let mut helper =
-            Job::open_share(vec![source], &opened.chosen, config.clone(), Share::new(i, of).unwrap()).unwrap();
+        let mut helper = Job::open_share(vec![source], &opened.chosen, config.clone(), share(i).unwrap()).unwrap();
         while helper.step().unwrap() != orthoscope::run::analysis::Phase::Done {}
         job.absorb(&helper.into_partial()).unwrap();
     }
@@ -134,6 +195,11 @@ fn a_lead_absorbing_its_helpers_reports_the_one_pass_result() {
             assert!(close(a, b, 1e-12), "{of} workers: {what} {a} vs {b}");
         }
         assert_eq!(r.histogram, one.histogram, "the histogram is the lead's sample, as before");
+        let c = pooled_report_split(&file, &config, of, true);
+        assert!(c.exact, "{of} bands: exact");
+        assert_eq!((c.workers, c.rows_used, c.pairs), (of, one.rows_used, one.pairs));
+        assert_eq!((c.epsilon, c.mu, c.sigma), (one.epsilon, one.mu, one.sigma), "{of} bands: bit for bit");
+        assert_eq!(c.histogram, one.histogram);
     }
 }
 
@@ -148,6 +214,10 @@ fn an_early_stop_split_over_workers_estimates_what_one_worker_estimates() {
     assert_eq!(three.rows_seen, one.rows_seen, "the union of the shares is the one worker's prefix");
     assert!(close(three.epsilon, one.epsilon, 1e-12), "{} vs {}", three.epsilon, one.epsilon);
     assert!(three.epsilon_ci.is_some());
+    // By columns every band reads the same prefix, and the estimate is the one worker's.
+    let bands = pooled_report_split(&file, &config, 3, true);
+    assert_eq!(bands.rows_seen, one.rows_seen);
+    assert_eq!((bands.epsilon, bands.epsilon_ci), (one.epsilon, one.epsilon_ci));
 }
 
 #[test]
@@ -198,7 +268,7 @@ fn the_cli_with_one_and_three_threads_agrees() {
 
 #[test]
 fn the_native_pass_gives_one_answer_for_any_number_of_threads_and_reads_a_folder() {
-    use orthoscope::run::threads::{analyze_paths, PassRequest, ThreadsError};
+    use orthoscope::run::threads::{analyze_paths, PassRequest, Split, ThreadsError};
     let dir = std::env::temp_dir().join(format!("orthoscope-threads-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("model")).unwrap();
@@ -214,6 +284,13 @@ fn the_native_pass_gives_one_answer_for_any_number_of_threads_and_reads_a_folder
         assert!(close(one.epsilon, many.epsilon, 1e-12), "{threads} threads: {} vs {}", many.epsilon, one.epsilon);
         assert!(close(one.sigma, many.sigma, 1e-12));
         assert_eq!((one.rows_used, one.pairs), (many.rows_used, many.pairs));
+        // By columns (what the budget picks at d ≥ 8192 on many cores): the one-thread numbers.
+        let request = PassRequest { threads: Some(threads), split: Split::Columns, ..PassRequest::default() };
+        let bands = analyze_paths(&[dir.join("model")], &request).expect("the folder's model analyses by columns");
+        assert_eq!(bands.workers, threads as u32);
+        assert_eq!((bands.epsilon, bands.sigma, bands.pairs), (one.epsilon, one.sigma, one.pairs), "{threads} bands");
+        let (g, g1) = (bands.geometry.expect("geometry"), one.geometry.clone().expect("geometry"));
+        assert_eq!((g.eigenvalues, g.participation_ratio), (g1.eigenvalues, g1.participation_ratio), "{threads} bands");
     }
     // A folder with nothing in it says so instead of "no model".
     std::fs::create_dir_all(dir.join("empty")).unwrap();

@@ -27,7 +27,7 @@ mod cli {
     use orthoscope::result::text;
     use orthoscope::run::analysis::AnalysisConfig;
     use orthoscope::run::job::Job;
-    use orthoscope::run::threads::{analyze_paths, open_paths, PassRequest, ThreadsError};
+    use orthoscope::run::threads::{analyze_paths, open_paths, PassRequest, Split, ThreadsError};
     use orthoscope::Error;
 
     #[derive(Parser)]
@@ -59,10 +59,15 @@ mod cli {
             /// Also compute μ, σ, ε of the mean-centred rows (a second pass; not the paper's ε).
             #[arg(long)]
             centred: bool,
-            /// Threads sharing the pass (default: every core). Fewer run when their accumulators
-            /// would not fit the memory budget (600 MB at d = 8192 allows 2).
+            /// Threads sharing the pass (default: every core). Each takes a share of the rows with
+            /// a whole Gram matrix while they fit the memory budget (600 MB: 8 at d = 4096) and
+            /// d < 8192; beyond that each takes every row and a band of the matrix's columns.
             #[arg(long)]
             threads: Option<usize>,
+            /// How the threads share the pass: auto (rows while the budget holds, else columns),
+            /// rows, or columns (each thread reads every row and sums a band of G).
+            #[arg(long, value_enum, default_value = "auto")]
+            split: Split,
             /// Run the Gram pass on a GPU: the first adapter found (Vulkan, Metal or DX12; a
             /// software one such as lavapipe too, which is no faster than the CPU). Where there is
             /// none, or it fails, or the sample says f64 is needed, the CPU runs the pass and the
@@ -140,11 +145,11 @@ mod cli {
 
     fn run(command: Command) -> Result<(), String> {
         match command {
-            Command::Analyze { files, tensor, seed, rows, json: as_json, centred, threads, gpu } => {
+            Command::Analyze { files, tensor, seed, rows, json: as_json, centred, threads, split, gpu } => {
                 let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
                 // Asked for explicitly: any adapter, software ones included.
                 let gpu = if gpu { GpuChoice::Any } else { GpuChoice::Off };
-                let request = PassRequest { tensor, config, threads, centred, gpu, ..PassRequest::default() };
+                let request = PassRequest { tensor, config, threads, split, centred, gpu, ..PassRequest::default() };
                 let report = analyze_paths(&files, &request).map_err(describe)?;
                 print(&if as_json { json(&report)? } else { text::report(&report) });
             }

@@ -226,8 +226,31 @@ impl PairAccumulator {
     pub fn use_f64(&mut self) {
         if let PairAccumulator::Gram(g) = self {
             if g.counts.seen == 0 && g.precision() != Precision::F64 {
+                let band = g.gram().panel_range();
                 *g = GramMoments::with_precision(g.dim(), Precision::F64);
+                g.set_band(band);
             }
+        }
+    }
+
+    /// Keeps only `panels` of G (a share of a pass split by columns; [`GramMoments::set_band`]).
+    /// Nothing on the row route, which is small enough to hold whole.
+    pub fn set_band(&mut self, panels: std::ops::Range<usize>) {
+        if let PairAccumulator::Gram(g) = self {
+            g.set_band(panels);
+        }
+    }
+
+    /// Whether this holds only a band of G.
+    pub fn is_band(&self) -> bool {
+        matches!(self, PairAccumulator::Gram(g) if g.is_band())
+    }
+
+    /// Takes in another share's band of G over the same rows ([`GramMoments::place_band`]).
+    pub fn place_band(&mut self, other: &PairAccumulator) -> Result<(), String> {
+        match (self, other) {
+            (PairAccumulator::Gram(a), PairAccumulator::Gram(b)) => a.place_band(b),
+            _ => Err("a band of G came for a pass that sums pair cosines directly".into()),
         }
     }
 

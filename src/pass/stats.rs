@@ -242,6 +242,62 @@ impl GramMoments {
         self.sum_centred = vec![0.0; d];
     }
 
+    /// Keeps only `panels` of G ([`PackedGram::band`]): this accumulator is then one share of a
+    /// pass split by columns, which sees every row and sums only its band. Only while empty.
+    pub fn set_band(&mut self, panels: std::ops::Range<usize>) {
+        if self.counts.seen > 0 || self.pending.rows > 0 || self.kernel_flops > 0.0 {
+            return;
+        }
+        self.gram = PackedGram::band(self.dim, panels);
+    }
+
+    /// Whether G is held only in part ([`GramMoments::set_band`]).
+    pub fn is_band(&self) -> bool {
+        self.gram.panel_range() != (0..self.gram.panels())
+    }
+
+    /// Takes in another share's band of G: the same rows (the same counts and sums, which every
+    /// band holds alike and which are kept as they are), other panels of G, which are copied in.
+    /// The first band taken in widens this accumulator to the whole triangle. An error, and nothing
+    /// changed, if the two are not bands of one pass.
+    pub fn place_band(&mut self, other: &GramMoments) -> Result<(), String> {
+        self.flush();
+        if other.pending.rows > 0 {
+            let mut other = other.clone();
+            other.flush();
+            return self.place_band(&other);
+        }
+        if self.counts.seen == 0 && self.kernel_flops == 0.0 && self.dim == other.dim {
+            // Nothing here yet (an empty partial to merge into): the band's sums are the pass's.
+            let mut gram = PackedGram::new(self.dim);
+            gram.place(&other.gram);
+            *self = GramMoments { gram, ..other.clone() };
+            return Ok(());
+        }
+        if self.dim != other.dim
+            || self.counts != other.counts
+            || self.precision != other.precision
+            || self.centre != other.centre
+            || self.rows_centred != other.rows_centred
+        {
+            return Err(format!(
+                "a band of G over {} rows (d = {}) cannot join one over {} rows (d = {}): not the same pass",
+                other.counts.seen, other.dim, self.counts.seen, self.dim
+            ));
+        }
+        if self.is_band() {
+            let mut whole = PackedGram::new(self.dim);
+            whole.place(&self.gram);
+            self.gram = whole;
+        }
+        if !self.gram.place(&other.gram) {
+            return Err("a band of G does not fit this pass's triangle".into());
+        }
+        self.kernel_flops += other.kernel_flops;
+        self.kernel_ms += other.kernel_ms;
+        Ok(())
+    }
+
     /// The centre's part of G at (a, b): c_a·s_w,b + s_w,a·c_b + n·c_a·c_b (0 without a centre).
     #[inline]
     fn centre_term(&self, a: usize, b: usize) -> f64 {
@@ -368,8 +424,9 @@ impl GramMoments {
         if let (Some(start), Some(end)) = (start, bench::now_ms()) {
             self.kernel_ms += end - start;
         }
-        // The triangle's rows·d²/2 multiply-adds, two flops each (as `bench::gram_gflops` counts).
-        self.kernel_flops += rows as f64 * (d * d) as f64;
+        // The triangle's rows·d²/2 multiply-adds, two flops each (as `bench::gram_gflops` counts),
+        // or a band's part of them.
+        self.kernel_flops += rows as f64 * (d * d) as f64 * self.band_fraction();
         self.pending.rows = 0;
         self.pending.slots = 0;
         self.pending.before = InG::default();
@@ -400,7 +457,16 @@ impl GramMoments {
         if let (Some(start), Some(end)) = (start, bench::now_ms()) {
             self.kernel_ms += end - start;
         }
-        self.kernel_flops += k as f64 * (d * d) as f64;
+        self.kernel_flops += k as f64 * (d * d) as f64 * self.band_fraction();
+    }
+
+    /// The part of the triangle's entries that G holds (1 unless a band).
+    fn band_fraction(&self) -> f64 {
+        if self.is_band() {
+            self.gram.stored_fraction()
+        } else {
+            1.0
+        }
     }
 
     /// Exact moments over all pairs among the kept rows so far:

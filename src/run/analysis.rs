@@ -17,7 +17,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use crate::explain::geometry::{self, geometry_expected, Geometry, GeometryError, GeometryTiming};
-use crate::pass::accumulate::PairAccumulator;
+use crate::pass::accumulate::{PairAccumulator, Route};
 use crate::pass::estimate;
 #[cfg(feature = "gpu")]
 use crate::pass::gpu::{
@@ -27,7 +27,7 @@ use crate::pass::gpu::{
 use crate::pass::gpu::{GpuContext, GpuInfo};
 use crate::pass::kernel::{self, Precision, MAX_CHUNK_ROWS};
 use crate::pass::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
-use crate::pass::shares::{PassError, PassPartial, Share};
+use crate::pass::shares::{column_band, PassError, PassPartial, Share};
 use crate::pass::stats::{mean_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts};
 use crate::read::format::decode::{all_zero, decode_rows};
 use crate::read::format::{DType, TensorInfo};
@@ -354,9 +354,14 @@ impl Analysis {
     /// absorbed by the lead. Call before the first step. Every share reads the histogram's sample
     /// (the same rows, by the seed): the f32 kernel's choice and its centre come from that sample
     /// (`choose_precision`), and partials with the same precision and centre add exactly.
+    /// A share by columns reads every block and keeps only its band of G
+    /// ([`crate::pass::shares::column_band`]); on the row route (few rows) it stays whole.
     pub fn set_share(&mut self, share: Share) {
         self.share = share;
-        self.next_block = share.index as usize;
+        self.next_block = share.first();
+        if share.columns {
+            self.gram.set_band(column_band(self.dim, share.index, share.of));
+        }
     }
 
     /// The share of the pass this analysis runs.
@@ -463,8 +468,7 @@ impl Analysis {
             Phase::Done => 0..0,
             _ => self.next_block..self.pass_target().max(self.next_block),
         };
-        let stride = self.share.of.max(1) as usize;
-        let pass = pass.step_by(stride).filter_map(|i| self.plan.blocks.get(i).copied());
+        let pass = pass.step_by(self.share.stride()).filter_map(|i| self.plan.blocks.get(i).copied());
         sample
             .iter()
             .copied()
@@ -832,15 +836,20 @@ impl Analysis {
         }
         // Blocks hold at most MAX_CHUNK_ROWS rows (see `new`), so each fits one kernel call.
         let blocks_per_step = (MAX_CHUNK_ROWS as u64 / self.plan.block_rows).max(1) as usize;
-        let stride = self.share.of.max(1) as usize;
+        let stride = self.share.stride();
         let end = (self.next_block + blocks_per_step * stride).min(target);
         let d = self.dim_padded;
         let mut kept = 0usize;
         // No more rows than the matrix has (two rows of d = 16384 need 256 KiB here, not 8 MiB).
         self.wide.resize(MAX_CHUNK_ROWS.min(self.rows as usize) * d, 0.0);
         // Within-block pairs feed the running estimate only; the final step of a whole pass skips
-        // them. A share cannot tell whether the others will finish, so it always keeps them.
-        let estimating = stride > 1 || end < self.plan.blocks.len();
+        // them. A share by rows cannot tell whether the others will finish, so it always keeps
+        // them; of a split by columns, where every share sees every block, only the lead does.
+        let estimating = if self.share.columns {
+            self.share.index == 0 && end < self.plan.blocks.len()
+        } else {
+            stride > 1 || end < self.plan.blocks.len()
+        };
         for bi in (self.next_block..end).step_by(stride) {
             let Some(&block) = self.plan.blocks.get(bi) else { break };
             self.blocks_seen += 1;
@@ -880,8 +889,8 @@ impl Analysis {
         if kept > 0 {
             self.gram.add_unit_rows(&self.wide[..kept * d]);
         }
-        // The next position ≡ share.index (mod of) at or after `end`.
-        self.next_block = end + (stride - (end - self.share.index as usize) % stride) % stride;
+        // The next position ≡ share.first() (mod stride) at or after `end`.
+        self.next_block = end + (stride - (end - self.share.first()) % stride) % stride;
         if self.next_block >= target {
             self.phase = Phase::Done;
         }
@@ -1039,6 +1048,12 @@ impl Analysis {
             return Ok(None);
         }
         geometry::of_pass(&self.gram, self.dim, timing).map(Some)
+    }
+
+    /// Whether the pass sums a Gram matrix (which a split by columns can share out) or, for few
+    /// rows, pair cosines directly.
+    pub fn route(&self) -> Route {
+        self.gram.route()
     }
 
     /// Bytes of the pass's accumulator (`Report::accumulator_bytes`), what each worker of a pool holds.

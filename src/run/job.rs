@@ -11,7 +11,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use crate::explain::geometry::{Geometry, GeometryError, GeometryTiming};
-use crate::pass::accumulate::rows_within;
+use crate::pass::accumulate::{rows_within, Route};
 use crate::pass::gpu::GpuContext;
 use crate::pass::kernel::MAX_CHUNK_ROWS;
 use crate::pass::shares::{PassPartial, Share};
@@ -226,6 +226,20 @@ impl Job {
         if let Some(share) = Share::new(0, of) {
             self.embedding.set_share(share);
         }
+    }
+
+    /// Splits the embedding's pass by columns over `of` workers (`pass::shares::split_for`): this
+    /// job keeps band 0, the sample and the within-block pairs; the others run
+    /// [`Job::open_share`] with `Share::columns(i, of)`. Call before the first step.
+    pub fn split_columns(&mut self, of: u32) {
+        if let Some(share) = Share::columns(0, of) {
+            self.embedding.set_share(share);
+        }
+    }
+
+    /// The embedding pass's route: only a Gram pass can be split by columns.
+    pub fn route(&self) -> Route {
+        self.embedding.route()
     }
 
     /// Bytes of the embedding's accumulator, which every worker of a split pass holds once.

@@ -13,8 +13,9 @@ use std::time::Instant;
 use thiserror::Error;
 
 use crate::explain::centred::{centred, CentredError};
+use crate::pass::accumulate::Route;
 use crate::pass::gpu::GpuChoice;
-use crate::pass::shares::{shares_for, Share};
+use crate::pass::shares::{shares_for, split_for, Share, MAX_WORKERS};
 use crate::read::source::{ByteSource, FileSource, ReadError};
 use crate::result::report::Report;
 use crate::run::analysis::AnalysisConfig;
@@ -50,6 +51,18 @@ impl From<ReadError> for ThreadsError {
     }
 }
 
+/// How the threads share a pass (`pass::shares`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Split {
+    /// By rows while whole accumulators fit the memory budget, else by columns ([`split_for`]).
+    #[default]
+    Auto,
+    /// By rows, as many threads as the budget holds.
+    Rows,
+    /// By columns: every thread reads every row and sums a band of G.
+    Columns,
+}
+
 /// What `analyze` was asked for.
 #[derive(Clone, Debug, Default)]
 pub struct PassRequest {
@@ -60,6 +73,8 @@ pub struct PassRequest {
     /// Threads sharing the pass (default: every core). Fewer run when their accumulators would not
     /// fit the memory budget ([`shares_for`]).
     pub threads: Option<usize>,
+    /// How the threads share the pass.
+    pub split: Split,
     /// Also the μ, σ, ε of the mean-centred rows (a second pass; not the paper's ε).
     pub centred: bool,
     /// Whether the Gram pass may run on a GPU (default: no). If no adapter is found or the GPU
@@ -135,8 +150,23 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
     let config = request.config.clone();
     let (mut job, opened) = Job::open(open()?, request.tensor.as_deref(), config.clone())?;
     let requested = request.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let of = shares_for(u32::try_from(requested).unwrap_or(u32::MAX), job.accumulator_bytes());
-    job.split(of);
+    // By rows while whole accumulators fit the memory budget, else by columns (`split_for`).
+    let requested = u32::try_from(requested).unwrap_or(u32::MAX);
+    let bytes = job.accumulator_bytes();
+    let by_rows = (shares_for(requested, bytes), false);
+    let (of, columns) = match (request.split, split_for(requested, bytes)) {
+        // Few rows: the pass sums pair cosines directly, which has no columns to share out.
+        _ if job.route() != Route::Gram => by_rows,
+        (Split::Auto, split) => split,
+        (Split::Rows, _) => by_rows,
+        (Split::Columns, _) => (requested.clamp(1, MAX_WORKERS), requested > 1),
+    };
+    if columns {
+        job.split_columns(of);
+    } else {
+        job.split(of);
+    }
+    let share_of = move |index| if columns { Share::columns(index, of) } else { Share::new(index, of) };
     // Sources are not Send: each pool thread opens the files itself.
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads((of as usize).saturating_sub(1).max(1))
@@ -149,7 +179,7 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
             let (partials, chosen, config, open) = (&partials, &opened.chosen, config.clone(), &open);
             scope.spawn(move |_| {
                 let partial = open().and_then(|sources| {
-                    let share = Share::new(index, of).ok_or(ThreadsError::Panicked)?;
+                    let share = share_of(index).ok_or(ThreadsError::Panicked)?;
                     let analysis = Job::open_share(sources, chosen, config, share)?;
                     Ok(analysis.run()?.into_partial())
                 });

@@ -115,25 +115,39 @@ pub fn padded_dim(dim: usize) -> usize {
 
 /// The upper triangle of the d×d Gram matrix G = Σ uᵢuᵢᵀ, in f64, stored by panels of
 /// [`TILE_A`] rows: panel `p` holds rows `4p..4p+4` from column `(4p) rounded down to 8` to the end.
-/// That is about d²/2 values, never the full square.
+/// That is about d²/2 values, never the full square. A *band* ([`PackedGram::band`]) stores only a
+/// range of panels: a pass split by columns gives each worker one band of G and every row
+/// (`pass::shares::Split::Columns`), and the bands are [`PackedGram::place`]d into one G.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PackedGram {
     dim_padded: usize,
+    /// The first panel stored (0 unless a band); `offsets` has one entry per stored panel, plus one.
+    #[serde(default)]
+    first: usize,
     offsets: Vec<usize>,
     values: Vec<f64>,
 }
 
 impl PackedGram {
     pub fn new(dim: usize) -> Self {
+        let panels = padded_dim(dim) / TILE_A;
+        Self::band(dim, 0..panels)
+    }
+
+    /// Only panels `panels` of G for a matrix of width `dim`, widened to whole row octets (the
+    /// kernels write both panels of an octet) and clipped to the matrix (empty if nothing is left).
+    pub fn band(dim: usize, panels: std::ops::Range<usize>) -> Self {
         let dim_padded = padded_dim(dim);
-        let mut offsets = Vec::with_capacity(dim_padded / TILE_A + 1);
+        let end = panels.end.next_multiple_of(2).min(dim_padded / TILE_A);
+        let first = (panels.start / 2 * 2).min(end);
+        let mut offsets = Vec::with_capacity(end - first + 1);
         let mut total = 0usize;
-        for p in 0..dim_padded / TILE_A {
+        for p in first..end {
             offsets.push(total);
             total += TILE_A * (dim_padded - Self::panel_start(p));
         }
         offsets.push(total);
-        Self { dim_padded, offsets, values: vec![0.0; total] }
+        Self { dim_padded, first, offsets, values: vec![0.0; total] }
     }
 
     /// First column stored for panel `p`.
@@ -146,26 +160,57 @@ impl PackedGram {
         self.dim_padded
     }
 
-    /// Number of panels (d_pad / 4).
+    /// Number of panels of the whole triangle (d_pad / 4), stored or not.
     pub fn panels(&self) -> usize {
         self.dim_padded / TILE_A
     }
 
-    /// The values of panel `p`: `TILE_A` rows of `dim_padded - panel_start(p)` columns.
+    /// The panels stored: all of them unless this is a band. The kernels visit only these.
+    pub fn panel_range(&self) -> std::ops::Range<usize> {
+        self.first..self.first + self.offsets.len().saturating_sub(1)
+    }
+
+    /// The values of stored panel `p`: `TILE_A` rows of `dim_padded - panel_start(p)` columns.
     #[inline]
     pub fn panel_mut(&mut self, p: usize) -> &mut [f64] {
-        let (lo, hi) = (self.offsets[p], self.offsets[p + 1]);
+        let i = p - self.first;
+        let (lo, hi) = (self.offsets[i], self.offsets[i + 1]);
         &mut self.values[lo..hi]
     }
 
-    /// The values of panel `p` (as [`PackedGram::panel_mut`]; empty past the last panel): the
+    /// The values of panel `p` (as [`PackedGram::panel_mut`]; empty where not stored): the
     /// spectrum's mat-vec (`explain::lanczos`) streams them in storage order.
     #[inline]
     pub fn panel(&self, p: usize) -> &[f64] {
-        match (self.offsets.get(p), self.offsets.get(p + 1)) {
+        let Some(i) = p.checked_sub(self.first) else { return &[] };
+        match (self.offsets.get(i), self.offsets.get(i + 1)) {
             (Some(&lo), Some(&hi)) => self.values.get(lo..hi).unwrap_or(&[]),
             _ => &[],
         }
+    }
+
+    /// The part of the whole triangle's stored values this holds (1 unless a band).
+    pub fn stored_fraction(&self) -> f64 {
+        let whole: usize = (0..self.panels()).map(|p| TILE_A * (self.dim_padded - Self::panel_start(p))).sum();
+        if whole == 0 {
+            1.0
+        } else {
+            self.values.len() as f64 / whole as f64
+        }
+    }
+
+    /// Copies a band's panels into this G (the same width, holding the band's panels): the bands
+    /// of a pass split by columns, each over all rows, make one G. False (nothing copied) if not.
+    pub fn place(&mut self, band: &PackedGram) -> bool {
+        let range = band.panel_range();
+        let mine = self.panel_range();
+        if band.dim_padded != self.dim_padded || range.start < mine.start || range.end > mine.end {
+            return false;
+        }
+        for p in range {
+            self.panel_mut(p).copy_from_slice(band.panel(p));
+        }
+        true
     }
 
     /// ‖G‖_F² = Σ_{a,b} G_ab², read from the upper triangle (off-diagonal entries count twice).
@@ -177,10 +222,10 @@ impl PackedGram {
     /// pass keeps G of centred rows and adds the centre's rank-2 terms here (`stats::GramMoments`).
     pub fn frobenius_sq_plus(&self, extra: impl Fn(usize, usize) -> f64) -> f64 {
         let mut total = 0.0f64;
-        for p in 0..self.panels() {
+        for p in self.panel_range() {
             let c0 = Self::panel_start(p);
             let width = self.dim_padded - c0;
-            let panel = &self.values[self.offsets[p]..self.offsets[p + 1]];
+            let panel = self.panel(p);
             for t in 0..TILE_A {
                 let a = p * TILE_A + t;
                 for (j, &g) in panel[t * width..(t + 1) * width].iter().enumerate() {
@@ -204,16 +249,17 @@ impl PackedGram {
     /// into G a few rows at a time, so its read-back never holds more than one slice of them.
     pub fn add_entries_in_rows(&mut self, rows: std::ops::Range<usize>, extra: impl Fn(usize, usize) -> f64) {
         let end = rows.end.min(self.dim_padded);
-        for p in rows.start / TILE_A..end.div_ceil(TILE_A) {
+        let stored = self.panel_range();
+        for p in (rows.start / TILE_A).max(stored.start)..end.div_ceil(TILE_A).min(stored.end) {
             let c0 = Self::panel_start(p);
             let width = self.dim_padded - c0;
-            let (lo, hi) = (self.offsets[p], self.offsets[p + 1]);
+            let panel = self.panel_mut(p);
             for t in 0..TILE_A {
                 let a = p * TILE_A + t;
                 if !rows.contains(&a) {
                     continue;
                 }
-                for (j, g) in self.values[lo..hi][t * width..(t + 1) * width].iter_mut().enumerate() {
+                for (j, g) in panel[t * width..(t + 1) * width].iter_mut().enumerate() {
                     let b = c0 + j;
                     if b >= a {
                         *g += extra(a, b);
@@ -226,10 +272,10 @@ impl PackedGram {
     /// vᵀ G v for a vector of length ≥ dim (used for the spread of per-row mean cosines).
     pub fn quadratic_form(&self, v: &[f64]) -> f64 {
         let mut total = 0.0f64;
-        for p in 0..self.panels() {
+        for p in self.panel_range() {
             let c0 = Self::panel_start(p);
             let width = self.dim_padded - c0;
-            let panel = &self.values[self.offsets[p]..self.offsets[p + 1]];
+            let panel = self.panel(p);
             for t in 0..TILE_A {
                 let a = p * TILE_A + t;
                 let va = v.get(a).copied().unwrap_or(0.0);
@@ -247,8 +293,8 @@ impl PackedGram {
         total
     }
 
-    /// Adds another accumulator's values (partials from several workers add up to one answer).
-    /// G_ab (either order; the triangle is symmetric). Zero outside the padded dimension.
+    /// G_ab (either order; the triangle is symmetric). Zero outside the padded dimension, and
+    /// outside the panels stored.
     pub fn get(&self, a: usize, b: usize) -> f64 {
         let (a, b) = if a <= b { (a, b) } else { (b, a) };
         if b >= self.dim_padded {
@@ -257,11 +303,15 @@ impl PackedGram {
         let p = a / TILE_A;
         let c0 = Self::panel_start(p);
         let width = self.dim_padded.saturating_sub(c0);
-        let Some(&offset) = self.offsets.get(p) else { return 0.0 };
+        let Some(&offset) = p.checked_sub(self.first).and_then(|i| self.offsets.get(i)) else { return 0.0 };
         self.values.get(offset + (a - p * TILE_A) * width + (b - c0)).copied().unwrap_or(0.0)
     }
 
+    /// Adds another accumulator's values (the same panels stored): partials over disjoint rows.
     pub fn merge(&mut self, other: &PackedGram) {
+        if other.panel_range() != self.panel_range() {
+            return;
+        }
         for (a, b) in self.values.iter_mut().zip(&other.values) {
             *a += b;
         }

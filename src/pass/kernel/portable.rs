@@ -47,8 +47,11 @@ fn gram_update_f32_body(packed: &[f32], stride: usize, rows: usize, g: &mut Pack
     // Row octets m (panels 2m and 2m+1, which start at the same column 8m) in blocks of
     // PANEL_BLOCK panels, times COLUMN_BLOCK column octets: that block of G stays in cache while
     // every chunk of the batch is folded into it.
-    for m0 in (0..octets).step_by(PANEL_BLOCK / 2) {
-        let m1 = (m0 + PANEL_BLOCK / 2).min(octets);
+    // Only the stored panels (a band of G, or all of it); bands start and end on whole octets.
+    let stored = g.panel_range();
+    let (first, last) = (stored.start / 2, stored.end.div_ceil(2).min(octets));
+    for m0 in (first..last).step_by(PANEL_BLOCK / 2) {
+        let m1 = (m0 + PANEL_BLOCK / 2).min(last);
         for q0 in (m0..octets).step_by(COLUMN_BLOCK) {
             let q1 = (q0 + COLUMN_BLOCK).min(octets);
             for c in 0..chunks {
@@ -94,8 +97,8 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
         return;
     }
     // Blocks of PANEL_BLOCK row panels share each column panel while it is in L1 (see PANEL_BLOCK).
-    for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
-        let p1 = (p0 + PANEL_BLOCK).min(g.panels());
+    for p0 in g.panel_range().step_by(PANEL_BLOCK) {
+        let p1 = (p0 + PANEL_BLOCK).min(g.panel_range().end);
         for jb in PackedGram::panel_start(p0) / 4..d / 4 {
             let b = &packed[jb * k * 4..(jb + 1) * k * 4];
             for p in p0..p1 {

@@ -25,8 +25,8 @@ macro_rules! gram_update_f32_kernel {
             }
             assert!(packed.len() >= super::chunks_len(stride, rows, d) && d.is_multiple_of(LANES));
             let chunks = rows.div_ceil(stride);
-            for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
-                let p1 = (p0 + PANEL_BLOCK).min(g.panels());
+            for p0 in g.panel_range().step_by(PANEL_BLOCK) {
+                let p1 = (p0 + PANEL_BLOCK).min(g.panel_range().end);
                 let first = PackedGram::panel_start(p0) / LANES;
                 for q0 in (first..d / LANES).step_by(COLUMN_BLOCK) {
                     let q1 = (q0 + COLUMN_BLOCK).min(d / LANES);
@@ -119,8 +119,8 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
     }
     assert!(packed.len() >= k * d && d.is_multiple_of(4));
     // Blocks of PANEL_BLOCK row panels share each column panel while it is in L1 (see PANEL_BLOCK).
-    for p0 in (0..g.panels()).step_by(PANEL_BLOCK) {
-        let p1 = (p0 + PANEL_BLOCK).min(g.panels());
+    for p0 in g.panel_range().step_by(PANEL_BLOCK) {
+        let p1 = (p0 + PANEL_BLOCK).min(g.panel_range().end);
         for jb in PackedGram::panel_start(p0) / 4..d / 4 {
             let b = &packed[jb * k * 4..(jb + 1) * k * 4];
             for p in p0..p1 {
