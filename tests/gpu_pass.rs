@@ -312,6 +312,8 @@ fn running_estimate_and_stop_here_on_the_gpu() {
     let (g, c) = (gpu.report(0.0).unwrap_or_else(|e| panic!("{e}")), cpu.report(0.0).unwrap_or_else(|e| panic!("{e}")));
     println!("stop here: GPU ε={} {:?}, CPU ε={} {:?}", g.epsilon, g.epsilon_ci, c.epsilon, c.epsilon_ci);
     assert!(!g.exact && g.epsilon_ci.is_some());
+    // The estimate on screen is the result, at once (no wait for queued blocks, no read-back of G).
+    assert_eq!(g.epsilon, ge, "Stop here keeps the running estimate shown");
     assert_eq!((g.rows_seen, g.rows_used), (c.rows_seen, c.rows_used));
     assert!((g.epsilon - c.epsilon).abs() <= 0.03 * c.epsilon);
     assert!(g.gpu.is_some());

@@ -229,7 +229,7 @@ mod tests {
     }
 
     #[test]
-    fn a_split_by_columns_when_whole_accumulators_do_not_fit() {
+    fn a_split_by_columns_past_the_budget_or_from_d_8192() {
         let g = |d: u64| d * d / 2 * 8;
         assert_eq!(split_for(16, g(1024)), (16, false));
         assert_eq!(split_for(16, g(4096)), (16, true), "8 whole accumulators fit, 16 do not");

@@ -181,6 +181,10 @@ pub struct Analysis {
     /// Blocks whose within-block pairs are in `within` when only some are measured (the GPU pass);
     /// None when every visited block is.
     within_measured: Option<u64>,
+    /// A GPU pass stopped at its last running estimate ([`Analysis::stop_gpu_at_estimate`]): the
+    /// result is that estimate.
+    #[cfg(feature = "gpu")]
+    stopped_at: Option<GpuSnapshot>,
 }
 
 /// Rows a GPU step reads and submits: the GPU does the arithmetic, so a step is mostly reads.
@@ -341,6 +345,8 @@ impl Analysis {
             gpu_declined: None,
             gpu_ran: None,
             within_measured: None,
+            #[cfg(feature = "gpu")]
+            stopped_at: None,
             tensor,
             config,
         })
@@ -772,6 +778,23 @@ impl Analysis {
         Ok(())
     }
 
+    /// *Stop here* on a GPU pass: the running estimate last read back (what the page shows)
+    /// becomes the result, without waiting for the blocks still queued on the GPU or reading G
+    /// back (seconds at d = 16384, more on a software adapter). True if it did; false (nothing
+    /// changed) when no estimate was read back yet, and [`Analysis::finish_gpu`] must run instead.
+    pub fn stop_gpu_at_estimate(&mut self) -> bool {
+        #[cfg(feature = "gpu")]
+        if let Some(snapshot) = self.gpu_pass.as_ref().and_then(|run| run.snapshot) {
+            if let Some(run) = self.gpu_pass.take() {
+                self.gpu_ran = Some(run.info);
+                self.stopped_at = Some(snapshot);
+                self.blocks_seen = snapshot.blocks_seen;
+                return true;
+            }
+        }
+        false
+    }
+
     /// Reads the GPU pass's s and G back once, into the accumulator the CPU pass would have made,
     /// so that the report and the spectrum read them unchanged. Call when `step` says done, or
     /// after a stop (the estimate then covers the blocks seen, as on the CPU). Nothing to do on
@@ -909,8 +932,11 @@ impl Analysis {
     fn running_moments(&self) -> Option<(Moments, u64, RowCounts)> {
         let total = self.plan.blocks.len() as u64;
         #[cfg(feature = "gpu")]
-        if let Some(run) = &self.gpu_pass {
-            let s = run.snapshot?;
+        let snapshot = match &self.gpu_pass {
+            Some(run) => Some(run.snapshot?),
+            None => self.stopped_at,
+        };
+        if let Some(s) = snapshot {
             if s.blocks_seen >= total {
                 return Some((s.moments, s.blocks_seen, s.counts));
             }
@@ -995,6 +1021,9 @@ impl Analysis {
             return Err(GpuError::NotFinished.into());
         }
         let counts = self.gram.counts();
+        // Stopped at a GPU estimate: the rows that estimate covers.
+        #[cfg(feature = "gpu")]
+        let counts = self.stopped_at.map_or(counts, |s| s.counts);
         let too_few = || Error::TooFewRows {
             tensor: self.tensor.name.clone(),
             rows: counts.seen,

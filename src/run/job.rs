@@ -330,6 +330,10 @@ impl Job {
     /// [`Analysis::finish_gpu`] of the embedding: await once `step` says done or after
     /// [`Job::stop`], before [`Job::report`] (nothing on the CPU).
     pub async fn finish_gpu(&mut self) -> Result<(), Error> {
+        // Stopped (*Stop here*): the estimate on screen is the result, at once.
+        if self.stopped && self.embedding.stop_gpu_at_estimate() {
+            return Ok(());
+        }
         self.embedding.finish_gpu().await
     }
 

@@ -1,14 +1,15 @@
 // The GPU pass in the page: Chromium's WebGPU on SwiftShader (a software, fallback adapter, taken
 // only with ?gpu=1) runs the same WGSL Gram kernel as the CLI's `--gpu`; ε equals the CLI's CPU pass
 // to 1e-7 on BF16, F16 and F32 files; a GPU device lost mid-pass (a hook of the test build) ends
-// with the exact result from the CPU pool and a message; Cancel stops a GPU pass; ?gpu=0 and the
+// with the exact result from the CPU pool and a message; Cancel and Stop here act on a GPU pass
+// (their latency from the click is printed); ?gpu=0 and the
 // default (which refuses a fallback adapter) leave the pass on the CPU and say why.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   assertClean, serve, currentRun, openApp, openAppWithLog, pageLog, cancelAcknowledged, assertCancelledMidPass,
-  analyseFiles, fixture, cliReport, WEBGPU_FLAGS, ROOT,
+  analyseFiles, fixture, cliReport, finalReport, WEBGPU_FLAGS, ROOT,
 } from "./harness.mjs";
 
 let server;
@@ -115,6 +116,31 @@ test("Cancel stops a GPU pass at once and the page stays usable", async () => {
     assert.ok(r.report.gpu, "the next file ran on the GPU again");
     const { seen, total, shownMs, ackMs } = assertCancelledMidPass(await pageLog(b.page), run);
     console.log(`GPU pass cancelled after ${seen} of ${total} rows; shown ${shownMs.toFixed(0)} ms and acknowledged ${ackMs.toFixed(0)} ms after the click`);
+    assertClean(b);
+  } finally { await b.close(); }
+});
+
+test("Stop here during a GPU pass keeps the running estimate, with its interval, as the result", async () => {
+  const b = await openAppWithLog(server, "?gpu=1", WEBGPU_FLAGS);
+  try {
+    const before = await currentRun(b.page);
+    await b.page.setInputFiles('[data-testid="file-input"]', BIG());
+    await b.page.waitForSelector('[data-testid="running-epsilon"]:has-text("running ε")', { timeout: 60_000 });
+    await b.page.click('[data-testid="stop-early"]');
+    const r = await finalReport(b.page, 60_000, before);
+    assert.equal(r.status, "done", r.text);
+    assert.ok(r.report.gpu, `the pass ran on the GPU: ${r.report.gpu_fallback}`);
+    assert.equal(r.report.exact, false);
+    assert.ok(r.report.rows_seen < 32000, `${r.report.rows_seen} rows seen`);
+    const [lo, hi] = r.report.epsilon_ci;
+    assert.ok(lo < r.report.epsilon && r.report.epsilon < hi, `[${lo}, ${hi}] around ${r.report.epsilon}`);
+    const want = cliReport(BIG());
+    assert.ok(lo - 0.01 < want.epsilon && want.epsilon < hi + 0.01, `the exact ε ${want.epsilon} near [${lo}, ${hi}]`);
+    const log = await pageLog(b.page);
+    const click = log.findLast((e) => e.click === "stop-early");
+    const done = log.find((e) => e.status === "done" && e.run === r.run);
+    assert.ok(click && done && done.t >= click.t, "the result followed the click");
+    console.log(`GPU pass stopped after ${r.report.rows_seen} of 32000 rows; the estimate shown ${(done.t - click.t).toFixed(0)} ms after the click`);
     assertClean(b);
   } finally { await b.close(); }
 });

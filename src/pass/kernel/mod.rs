@@ -117,7 +117,7 @@ pub fn padded_dim(dim: usize) -> usize {
 /// [`TILE_A`] rows: panel `p` holds rows `4p..4p+4` from column `(4p) rounded down to 8` to the end.
 /// That is about d²/2 values, never the full square. A *band* ([`PackedGram::band`]) stores only a
 /// range of panels: a pass split by columns gives each worker one band of G and every row
-/// (`pass::shares::Split::Columns`), and the bands are [`PackedGram::place`]d into one G.
+/// (`pass::shares::Share::columns`), and the bands are [`PackedGram::place`]d into one G.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PackedGram {
     dim_padded: usize,
@@ -205,6 +205,10 @@ impl PackedGram {
         let range = band.panel_range();
         let mine = self.panel_range();
         if band.dim_padded != self.dim_padded || range.start < mine.start || range.end > mine.end {
+            return false;
+        }
+        // A band read from a worker's message is checked panel by panel before anything is copied.
+        if range.clone().any(|p| band.panel(p).len() != self.panel(p).len()) {
             return false;
         }
         for p in range {

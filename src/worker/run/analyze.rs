@@ -167,19 +167,31 @@ pub(super) async fn analyze(
             job.stop();
             break;
         }
-        // The GPU's queue is kept short (memory), without blocking the worker.
-        job.settle_gpu().await.map_err(pass_error)?;
-        // Messages get in while the GPU is awaited: a Cancel or a newer run ends this loop before
-        // it posts anything more.
+        // The GPU's queue is kept short (memory), without blocking the worker. Messages get in
+        // while the GPU is awaited: a Cancel or a newer run ends this loop before it posts anything
+        // more, and Stop here ends it with the estimate on screen, without waiting for the block.
+        if let Some(settled) = unless_interrupted(job.settle_gpu(), &pacer).await {
+            settled.map_err(pass_error)?;
+        }
         if pacer.superseded() {
             return Ok(());
+        }
+        if stop_early_asked() {
+            job.stop();
+            break;
         }
         // The first running ε goes on screen as soon as the pass has one, not at the next tick.
         let first_estimate = !estimate_posted && job.has_estimate();
         if pacer.progress_due(first_estimate) {
-            job.refresh_gpu_estimate().await.map_err(pass_error)?;
+            if let Some(refreshed) = unless_interrupted(job.refresh_gpu_estimate(), &pacer).await {
+                refreshed.map_err(pass_error)?;
+            }
             if pacer.superseded() {
                 return Ok(());
+            }
+            if stop_early_asked() {
+                job.stop();
+                break;
             }
             let mut progress = job.progress();
             estimate_posted |= progress.epsilon.is_some();
@@ -246,6 +258,25 @@ pub(super) async fn analyze(
         }
     }
     Ok(())
+}
+
+/// How often a GPU wait looks for *Stop here*, a Cancel or a newer run.
+const INTERRUPT_POLL_MS: i32 = 20;
+
+/// Awaits `work` (a wait on the GPU) unless *Stop here*, a Cancel or a newer run comes first
+/// (None): on a slow adapter one block can take seconds, and both must act at once. The GPU work
+/// awaited stays queued; a stopped pass reports its last estimate and never reads it back.
+async fn unless_interrupted<T>(work: impl std::future::Future<Output = T>, pacer: &Pacer) -> Option<T> {
+    use futures::future::{select, Either};
+    let watch = async {
+        while !stop_early_asked() && !pacer.superseded() {
+            sleep_ms(INTERRUPT_POLL_MS).await;
+        }
+    };
+    match select(std::pin::pin!(work), std::pin::pin!(watch)).await {
+        Either::Left((value, _)) => Some(value),
+        Either::Right(_) => None,
+    }
 }
 
 /// A helper worker: its share of the lead's pass, then the partial for the lead.
