@@ -54,7 +54,8 @@ impl From<ReadError> for ThreadsError {
 /// How the threads share a pass (`pass::shares`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Split {
-    /// By rows while whole accumulators fit the memory budget, else by columns ([`split_for`]).
+    /// By rows while whole accumulators fit the memory budget and d < 8192, else by columns
+    /// ([`split_for`]).
     #[default]
     Auto,
     /// By rows, as many threads as the budget holds.
@@ -70,8 +71,8 @@ pub struct PassRequest {
     pub tensor: Option<String>,
     /// Seed, early stop and precision, as in the page.
     pub config: AnalysisConfig,
-    /// Threads sharing the pass (default: every core). Fewer run when their accumulators would not
-    /// fit the memory budget ([`shares_for`]).
+    /// Threads sharing the pass (default: every core). Split by rows, fewer run when their
+    /// accumulators would not fit the memory budget ([`shares_for`]); split by columns, all do.
     pub threads: Option<usize>,
     /// How the threads share the pass.
     pub split: Split,
@@ -150,7 +151,8 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
     let config = request.config.clone();
     let (mut job, opened) = Job::open(open()?, request.tensor.as_deref(), config.clone())?;
     let requested = request.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // By rows while whole accumulators fit the memory budget, else by columns (`split_for`).
+    // By rows while whole accumulators fit the memory budget and d < 8192, else by columns
+    // (`split_for`), unless asked otherwise.
     let requested = u32::try_from(requested).unwrap_or(u32::MAX);
     let bytes = job.accumulator_bytes();
     let by_rows = (shares_for(requested, bytes), false);
