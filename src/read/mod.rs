@@ -8,10 +8,12 @@
 //! - [`matrix`]: an opened 2-D tensor and a reader of its rows, for the passes after the first.
 //! - [`vocab`]: token strings from a dropped `tokenizer.json`.
 //! - [`remote`]: what an HTTP answer means for a model opened by URL (the requests are the worker's).
+//! - [`ahead`]: which ranges a worker reads ahead in one batch, and which it holds until asked.
 //! - [`demo`]: the built-in demo models, generated in memory.
 //!
 //! Nothing here knows about statistics, reports or the browser.
 
+pub mod ahead;
 pub mod demo;
 pub mod format;
 pub mod locate;

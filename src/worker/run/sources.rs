@@ -10,11 +10,12 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, File};
 
 use super::{cache_demo, cached_demo};
+use crate::read::ahead::{Limits, ReadAhead};
 use crate::read::demo;
 use crate::read::remote::{self, HfNext, HfRepo, RemoteError};
 use crate::read::source::MAX_JSON_BYTES;
 use crate::read::source::{ByteSource, ReadError, SliceSource};
-use crate::worker::blob_source::{Batch, BlobSource};
+use crate::worker::blob_source::BlobSource;
 use crate::worker::http_source::{HttpSource, Traffic};
 use crate::worker::protocol::SourceSpec;
 
@@ -37,80 +38,9 @@ pub(super) struct Sources {
 
 impl Sources {
     /// A reader ahead over these sources' dropped files.
-    pub(super) fn read_ahead(&self) -> ReadAhead {
-        ReadAhead { blobs: self.blobs.clone(), in_flight: None }
+    pub(super) fn read_ahead(&self) -> ReadAhead<BlobSource> {
+        ReadAhead::new(self.blobs.clone(), Limits::BROWSER)
     }
-}
-
-/// Ranges of one batch at most (a `Blob` of that many slices), and ranges listed ahead of the
-/// steps: those held and not yet read, and the next batch.
-const BATCH_RANGES: usize = 1024;
-const LISTED: usize = 2 * BATCH_RANGES;
-/// Bytes of one batch read ahead: large enough that a batch costs its bytes rather than its
-/// request (tens of ms at the browser's few hundred MB/s to 1 GB/s), small enough to bound memory.
-const BATCH_BYTES: u64 = 16 << 20;
-/// Bytes read ahead kept at most (normally the batch being read and the next): with one batch in
-/// flight, reading ahead holds at most 64 MiB of JavaScript memory, none of it in wasm's.
-const MAX_HELD: u64 = 3 * BATCH_BYTES;
-
-/// Reads the ranges the pass will read next in batches (`BlobSource`), one batch ahead of the
-/// steps, so that the browser reads the next batch while the pass computes on this one. The data
-/// flows one way: the loop asks the pass what it reads next, reads it, then steps.
-pub(super) struct ReadAhead {
-    blobs: Vec<Option<Rc<BlobSource>>>,
-    in_flight: Option<(usize, Batch)>,
-}
-
-impl ReadAhead {
-    /// Before a step: makes sure its read is in memory (waiting for the batch in flight, or
-    /// reading a new one), then starts reading the batch after. `upcoming(n)` lists the next `n`
-    /// reads (`Job::upcoming_reads`): the file and its ranges in reading order. Sources other than
-    /// dropped files (demos, URLs) are left to their own reads.
-    pub(super) async fn before_step(&mut self, upcoming: impl Fn(usize) -> (usize, Vec<(u64, u64)>)) {
-        let (file, next) = upcoming(1);
-        let Some(&(offset, len)) = next.first() else { return };
-        let Some(blob) = self.blobs.get(file).cloned().flatten() else { return };
-        if !blob.holds(offset, len) {
-            if let Some((of, batch)) = self.in_flight.take() {
-                if let Some(Some(source)) = self.blobs.get(of) {
-                    source.install(batch, MAX_HELD).await;
-                }
-            }
-            if !blob.holds(offset, len) {
-                let (_, listed) = upcoming(LISTED);
-                if let Some(batch) = blob.fetch(batch_of(&listed, |_, _| false)) {
-                    blob.install(batch, MAX_HELD).await;
-                }
-            }
-        }
-        if self.in_flight.is_none() {
-            let (_, listed) = upcoming(LISTED);
-            let batch = batch_of(&listed, |offset, len| blob.holds(offset, len));
-            self.in_flight = blob.fetch(batch).map(|b| (file, b));
-        }
-    }
-}
-
-/// The first ranges of `listed` not already `held`, up to [`BATCH_BYTES`] and [`BATCH_RANGES`] (at
-/// least one), each once: a range listed twice (a sample block read again by the pass) is read
-/// again later.
-fn batch_of(listed: &[(u64, u64)], held: impl Fn(u64, u64) -> bool) -> Vec<(u64, u64)> {
-    let mut batch: Vec<(u64, u64)> = Vec::new();
-    let mut bytes = 0u64;
-    for &(offset, len) in listed {
-        if held(offset, len) {
-            continue;
-        }
-        if batch.iter().any(|&(o, _)| o == offset) {
-            break;
-        }
-        if !batch.is_empty() && (bytes + len > BATCH_BYTES || batch.len() >= BATCH_RANGES) {
-            break;
-        }
-        bytes += len;
-        batch.push((offset, len));
-    }
-    batch
 }
 
 /// Opens the sources named by the request (probing the server for a URL).

@@ -1,0 +1,230 @@
+//! Reading ahead: which byte ranges to read next in one batch, and which are held until the pass
+//! asks for them. Pure bookkeeping over a [`Batches`] source, so the policy is tested natively
+//! (`tests/read_ahead.rs`); the browser's `BlobSource` (in `worker/`) is the source that does I/O.
+//!
+//! Why batches: a browser read of a `Blob` costs ~0.7 ms whatever its size, and the pass reads one
+//! block of rows at a time in a shuffled order, so the worker asks the pass what it will read next
+//! (`Analysis::upcoming_reads`) and reads that as one `Blob` of many slices, one batch ahead of the
+//! steps. Measured in Chromium (2-core machine): 16 slices of 1 MiB in a batch read at ~490 MB/s,
+//! 256 slices of 64 KiB at ~100 MB/s, so a slice costs ~0.6 ms even inside one batch.
+//!
+//! A range is served once, and only the range asked for leaves the queue. An earlier version also
+//! dropped every range queued before it; when a batch was installed out of reading order (the
+//! next-but-one batch arriving before the next one was read again), each read of the later batch
+//! dropped the earlier one, which was then read again: every batch was read twice, for good.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::rc::Rc;
+
+/// How much is read ahead.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// Ranges of one batch at most.
+    pub batch_ranges: usize,
+    /// Bytes of one batch at most (a single larger range is still one batch).
+    pub batch_bytes: u64,
+    /// Bytes held at most; past it the oldest ranges go first (ranges listed but not asked for,
+    /// e.g. after a Stop here, must not pile up).
+    pub max_held: u64,
+}
+
+impl Limits {
+    /// The browser's: a batch large enough that it costs its bytes rather than its request (tens of
+    /// ms at a few hundred MB/s), small enough to bound memory: with one batch in flight, at most
+    /// 64 MiB of JavaScript memory, none of it in wasm's.
+    pub const BROWSER: Limits = Limits { batch_ranges: 1024, batch_bytes: 16 << 20, max_held: 3 * (16 << 20) };
+
+    /// Ranges listed ahead of the steps: those held and not yet read, and the next batch.
+    fn listed(&self) -> usize {
+        2 * self.batch_ranges
+    }
+}
+
+/// A source that reads batches of ranges ahead and holds them.
+pub trait Batches {
+    /// A batch being read.
+    type Batch;
+    /// Whether the range at `offset` of `len` bytes is held and not yet served.
+    fn holds(&self, offset: u64, len: u64) -> bool;
+    /// Starts reading `ranges` as one batch; None when there is nothing to read or a range is
+    /// outside the file (its own read will then say why).
+    fn fetch(&self, ranges: Vec<(u64, u64)>) -> Option<Self::Batch>;
+    /// Waits for `batch` and holds its ranges, `max_held` bytes at most in all.
+    fn install(&self, batch: Self::Batch, max_held: u64) -> impl Future<Output = ()>;
+}
+
+/// Reads the ranges a pass will read next, one batch ahead of its steps, over the sources of a
+/// request by file index (None where a source reads for itself: demos, URLs). The data flows one
+/// way: the loop asks the pass what it reads next, reads it, then steps.
+pub struct ReadAhead<S: Batches> {
+    sources: Vec<Option<Rc<S>>>,
+    limits: Limits,
+    in_flight: Option<(usize, S::Batch)>,
+}
+
+impl<S: Batches> ReadAhead<S> {
+    pub fn new(sources: Vec<Option<Rc<S>>>, limits: Limits) -> Self {
+        ReadAhead { sources, limits, in_flight: None }
+    }
+
+    /// Before a step: makes sure its first read is held (waiting for the batch in flight, or
+    /// reading a new one), then starts reading the batch after. `upcoming(n)` lists the next `n`
+    /// reads (`Job::upcoming_reads`): the file and its ranges in reading order.
+    pub async fn before_step(&mut self, upcoming: impl Fn(usize) -> (usize, Vec<(u64, u64)>)) {
+        let (file, next) = upcoming(1);
+        let Some(&(offset, len)) = next.first() else { return };
+        let Some(source) = self.sources.get(file).cloned().flatten() else { return };
+        let max_held = self.limits.max_held;
+        if !source.holds(offset, len) {
+            if let Some((of, batch)) = self.in_flight.take() {
+                if let Some(Some(flying)) = self.sources.get(of) {
+                    flying.install(batch, max_held).await;
+                }
+            }
+            if !source.holds(offset, len) {
+                // Only what is not held already: the batch in flight may have been the one after.
+                let (_, listed) = upcoming(self.limits.listed());
+                let batch = batch_of(&listed, self.limits, |o, l| source.holds(o, l));
+                if let Some(batch) = source.fetch(batch) {
+                    source.install(batch, max_held).await;
+                }
+            }
+        }
+        if self.in_flight.is_none() {
+            let (_, listed) = upcoming(self.limits.listed());
+            let batch = batch_of(&listed, self.limits, |o, l| source.holds(o, l));
+            self.in_flight = source.fetch(batch).map(|b| (file, b));
+        }
+    }
+}
+
+/// The first ranges of `listed` not already `held`, up to the limits' bytes and ranges (at least
+/// one), each once: a range listed twice (a sample block read again by the pass) is read again
+/// later.
+pub fn batch_of(listed: &[(u64, u64)], limits: Limits, held: impl Fn(u64, u64) -> bool) -> Vec<(u64, u64)> {
+    let mut batch: Vec<(u64, u64)> = Vec::new();
+    let mut bytes = 0u64;
+    for &(offset, len) in listed {
+        if held(offset, len) {
+            continue;
+        }
+        if batch.iter().any(|&(o, _)| o == offset) {
+            break;
+        }
+        if !batch.is_empty() && (bytes + len > limits.batch_bytes || batch.len() >= limits.batch_ranges) {
+            break;
+        }
+        bytes += len;
+        batch.push((offset, len));
+    }
+    batch
+}
+
+/// The ranges read ahead and not yet served, oldest first, each with its bytes (`T`: where they
+/// lie in a batch's buffer), and how many times each (offset, length) is held, so that asking
+/// whether one is held costs no scan.
+pub struct Held<T> {
+    queue: VecDeque<(u64, u64, T)>,
+    count: HashMap<(u64, u64), u32>,
+    bytes: u64,
+}
+
+impl<T> Default for Held<T> {
+    fn default() -> Self {
+        Held { queue: VecDeque::new(), count: HashMap::new(), bytes: 0 }
+    }
+}
+
+impl<T> Held<T> {
+    /// Holds `len` bytes of the file at `offset`, then drops the oldest ranges while more than
+    /// `max_held` bytes are held.
+    pub fn push(&mut self, offset: u64, len: u64, bytes: T, max_held: u64) {
+        *self.count.entry((offset, len)).or_insert(0) += 1;
+        self.bytes += len;
+        self.queue.push_back((offset, len, bytes));
+        while self.bytes > max_held && self.pop_front().is_some() {}
+    }
+
+    fn pop_front(&mut self) -> Option<(u64, u64, T)> {
+        let front = self.queue.pop_front()?;
+        self.forget(front.0, front.1);
+        Some(front)
+    }
+
+    fn forget(&mut self, offset: u64, len: u64) {
+        match self.count.get_mut(&(offset, len)) {
+            Some(n) if *n > 1 => *n -= 1,
+            _ => {
+                self.count.remove(&(offset, len));
+            }
+        }
+        self.bytes -= len;
+    }
+
+    /// Whether the range at `offset` of `len` bytes is held.
+    pub fn holds(&self, offset: u64, len: u64) -> bool {
+        self.count.contains_key(&(offset, len))
+    }
+
+    /// Serves the range at `offset` of `len` bytes: the oldest one held, which leaves the queue
+    /// (the others stay: a read out of the listed order must not drop what is read next).
+    pub fn take(&mut self, offset: u64, len: u64) -> Option<T> {
+        if !self.holds(offset, len) {
+            return None;
+        }
+        let at = self.queue.iter().position(|&(o, l, _)| o == offset && l == len)?;
+        let (o, l, bytes) = self.queue.remove(at)?;
+        self.forget(o, l);
+        Some(bytes)
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: Limits = Limits { batch_ranges: 3, batch_bytes: 100, max_held: 250 };
+
+    #[test]
+    fn a_read_out_of_order_keeps_the_others() {
+        let mut held = Held::default();
+        for (i, offset) in [10u64, 20, 30].into_iter().enumerate() {
+            held.push(offset, 5, i, 1000);
+        }
+        assert_eq!(held.take(30, 5), Some(2));
+        assert!(held.holds(10, 5) && held.holds(20, 5) && !held.holds(30, 5));
+        assert_eq!((held.take(10, 5), held.take(20, 5), held.take(10, 5)), (Some(0), Some(1), None));
+        assert_eq!(held.bytes(), 0);
+    }
+
+    #[test]
+    fn a_range_held_twice_is_served_twice_and_the_oldest_go_past_the_bound() {
+        let mut held = Held::default();
+        held.push(0, 100, 'a', 250);
+        held.push(0, 100, 'b', 250);
+        held.push(100, 100, 'c', 250);
+        // 300 bytes > 250: the oldest ('a') went.
+        assert_eq!(held.bytes(), 200);
+        assert_eq!((held.take(0, 100), held.take(0, 100)), (Some('b'), None));
+        assert_eq!(held.take(100, 100), Some('c'));
+    }
+
+    #[test]
+    fn batches_skip_what_is_held_stop_at_a_repeat_and_keep_their_limits() {
+        let listed = [(0, 40), (40, 40), (80, 40), (120, 40), (0, 40)];
+        assert_eq!(batch_of(&listed, SMALL, |_, _| false), vec![(0, 40), (40, 40)]);
+        assert_eq!(batch_of(&listed, SMALL, |o, _| o < 80), vec![(80, 40), (120, 40)]);
+        // A repeat ends the batch (it is read again later), and one range larger than a batch is
+        // a batch of its own.
+        assert_eq!(batch_of(&[(0, 10), (10, 10), (0, 10)], SMALL, |_, _| false), vec![(0, 10), (10, 10)]);
+        assert_eq!(batch_of(&[(0, 500), (500, 1)], SMALL, |_, _| false), vec![(0, 500)]);
+        let many: Vec<_> = (0..10).map(|i| (i * 10, 10)).collect();
+        assert_eq!(batch_of(&many, SMALL, |_, _| false).len(), 3);
+    }
+}

@@ -1,0 +1,148 @@
+//! The worker's read-ahead policy (`read::ahead`), driven natively over an in-memory source that
+//! implements it as the browser's `BlobSource` does (batches held until asked, reads served from
+//! them, anything else read directly): for a whole pass and for each share of a split one, every
+//! range is fetched once (a sample block twice at most: the sample reads it, the pass again), no
+//! step falls back to a direct read, and the result is the in-memory one.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::shares::Share;
+use orthoscope::read::ahead::{Batches, Held, Limits, ReadAhead};
+use orthoscope::read::format::{read_model, DType};
+use orthoscope::read::locate::choose;
+use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin, Phase};
+
+/// A file in memory read ahead like a `Blob`: fetches are counted, and so are direct reads.
+struct Ahead {
+    file: SliceSource,
+    held: RefCell<Held<Vec<u8>>>,
+    fetched: RefCell<Vec<(u64, u64)>>,
+    direct: RefCell<u32>,
+}
+
+impl Batches for Ahead {
+    type Batch = Vec<(u64, u64)>;
+    fn holds(&self, offset: u64, len: u64) -> bool {
+        self.held.borrow().holds(offset, len)
+    }
+    fn fetch(&self, ranges: Vec<(u64, u64)>) -> Option<Self::Batch> {
+        (!ranges.is_empty()).then(|| {
+            self.fetched.borrow_mut().extend(&ranges);
+            ranges
+        })
+    }
+    fn install(&self, batch: Self::Batch, max_held: u64) -> impl Future<Output = ()> {
+        for (offset, len) in batch {
+            let mut bytes = vec![0u8; len as usize];
+            self.file.read_at(offset, &mut bytes).expect("in the file");
+            self.held.borrow_mut().push(offset, len, bytes, max_held);
+        }
+        std::future::ready(())
+    }
+}
+
+impl ByteSource for Ahead {
+    fn name(&self) -> &str {
+        self.file.name()
+    }
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        match self.held.borrow_mut().take(offset, buf.len() as u64) {
+            Some(bytes) => buf.copy_from_slice(&bytes),
+            None => {
+                *self.direct.borrow_mut() += 1;
+                self.file.read_at(offset, buf)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs a future that never waits (the in-memory source's installs are ready at once).
+fn now<T>(future: impl Future<Output = T>) -> T {
+    let mut future = pin!(future);
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(value) => value,
+        Poll::Pending => panic!("the in-memory source never waits"),
+    }
+}
+
+/// Shared between the analysis (as its byte source) and the read-ahead (as its batches).
+struct Shared(Rc<Ahead>);
+
+impl ByteSource for Shared {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        self.0.read_at(offset, buf)
+    }
+}
+
+fn open(bytes: &[u8], config: &AnalysisConfig, share: Option<Share>) -> (Analysis, Rc<Ahead>) {
+    let file = SliceSource::new("generated.safetensors", bytes.to_vec());
+    let model = read_model(&file, 0).expect("generated file parses");
+    let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
+    let origin = Origin { file: "generated.safetensors".into(), tensor_reason: reason, ..Origin::default() };
+    let source = Rc::new(Ahead {
+        file,
+        held: RefCell::new(Held::default()),
+        fetched: RefCell::default(),
+        direct: RefCell::new(0),
+    });
+    let mut a = Analysis::new(Box::new(Shared(source.clone())), tensor, origin, config.clone()).expect("analysis");
+    if let Some(share) = share {
+        a.set_share(share);
+    }
+    (a, source)
+}
+
+#[test]
+fn every_range_is_read_ahead_once_for_a_pass_and_for_each_share() {
+    let (rows, dim) = (12000, 32);
+    let values = trained_like(rows, dim, 11);
+    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::BF16, rows, dim, &values)]);
+    // The browser's proportions: blocks of 64 rows (4 KiB, one per step), batches of 16 blocks,
+    // 3 batches held; the sample's 32 blocks are 2 batches, and the pass reads some of them again.
+    let config = AnalysisConfig::default();
+    let limits = Limits { batch_ranges: 1024, batch_bytes: 64 << 10, max_held: 192 << 10 };
+    let shares = [None, Some(Share::new(0, 2)), Some(Share::new(1, 2)), Some(Share::new(2, 3))];
+    for share in shares.map(|s| s.map(|s| s.expect("a share"))) {
+        let (mut a, source) = open(&bytes, &config, share);
+        let reads = a.upcoming_reads(usize::MAX);
+        let mut ahead = ReadAhead::new(vec![Some(source.clone())], limits);
+        while a.phase() != Phase::Done {
+            now(ahead.before_step(|n| (0, a.upcoming_reads(n))));
+            a.step().expect("step");
+        }
+        assert_eq!(*source.direct.borrow(), 0, "{share:?}: every read was read ahead");
+        let mut fetched = source.fetched.borrow().clone();
+        let mut distinct = reads.clone();
+        distinct.sort();
+        distinct.dedup();
+        let fetched_bytes: u64 = fetched.iter().map(|r| r.1).sum();
+        let read_bytes: u64 = reads.iter().map(|r| r.1).sum();
+        assert!(fetched_bytes <= read_bytes, "{share:?}: fetched {fetched_bytes} B for {read_bytes} B of reads");
+        fetched.sort();
+        fetched.dedup();
+        assert_eq!(fetched, distinct, "{share:?}: what was fetched is what the pass reads");
+
+        let (whole, _) = open(&bytes, &config, share);
+        assert_eq!(
+            a.report(0.0).map(|r| (r.epsilon, r.mu, r.sigma)).ok(),
+            whole.run().expect("runs").report(0.0).map(|r| (r.epsilon, r.mu, r.sigma)).ok(),
+            "{share:?}"
+        );
+    }
+}
