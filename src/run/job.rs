@@ -305,12 +305,6 @@ impl Job {
         Ok(self)
     }
 
-    /// Whether the embedding's pass has begun (its kernel and centre chosen from the sample): the
-    /// helpers' partials can be absorbed from then on.
-    pub fn pass_begun(&self) -> bool {
-        matches!(self.embedding.phase(), Phase::Pass | Phase::Done)
-    }
-
     /// Offers `gpu` to the embedding's Gram pass, as [`JobOptions::gpu`] does (before the first step).
     pub fn set_gpu(&mut self, gpu: Rc<GpuContext>) {
         self.embedding.set_gpu(gpu);

@@ -6,7 +6,8 @@
 //!
 //! Workers start with the first analysis (never before), and stay for the next ones. Progress on
 //! screen is the rows seen over all workers; the running ε is the lead's, whose share is itself a
-//! random subset of the blocks (and takes in each helper's rows as its partial arrives). A crashed
+//! random subset of the blocks; it takes in the helpers' partials once its own share is done, in share
+//! order, so that the sums add in one order whatever the timing. A crashed
 //! worker (panic, trap, out of memory) fails the run at once and the whole pool is replaced: the
 //! others would wait for its partial forever. A pass on the GPU runs in the lead alone; when its GPU
 //! fails ([`Response::GpuFailed`]) the pool runs the same analysis again on the CPU, split as usual,
@@ -222,7 +223,7 @@ impl Pool {
             Response::Split { tensor, of } if index == 0 => self.split(run, tensor, of),
             Response::Partial => {
                 if let Some(bytes) = bytes {
-                    self.client(0).send_bytes(Request::Absorb { run }, bytes);
+                    self.client(0).send_bytes(Request::Absorb { run, share: index as u32 }, bytes);
                 }
             }
             Response::Progress(p) => {

@@ -118,8 +118,8 @@ pub enum Request {
         #[serde(flatten)]
         settings: RunSettings,
     },
-    /// To the lead: a helper's partial of run `run`, as the `bytes` next to this message.
-    Absorb { run: u64 },
+    /// To the lead: the partial of share `share` of run `run`, as the `bytes` next to this message.
+    Absorb { run: u64, share: u32 },
     /// Finish the current step and report the estimate so far (a helper posts its partial so far).
     StopEarly,
     /// Stop run `run` at its next step and post nothing more about it; the worker acknowledges at

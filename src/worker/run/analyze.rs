@@ -9,7 +9,7 @@ use super::bench::wasm_memory_bytes;
 use super::crash::{crash_if_asked, gpu_loss_asked};
 use super::pacer::{now_ms, sleep_ms, yield_task, Pacer};
 use super::sources::open_sources;
-use super::{cache_gpu, cached_gpu, keep_matrix, matrix_of, post, post_bytes, stop_early_asked, take_partials};
+use super::{cache_gpu, cached_gpu, keep_matrix, matrix_of, post, post_bytes, stop_early_asked, take_partial};
 use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::pass::gpu::{GpuChoice, GpuContext};
@@ -92,8 +92,8 @@ async fn gpu_for(choice: GpuChoice) -> Result<Option<Rc<GpuContext>>, String> {
     Ok(Some(gpu))
 }
 
-/// The lead's analysis of run `task.run`: open, pass (absorbing the helpers' partials as they
-/// come; on the GPU, alone), report, then the spectrum. `gpu_fallback`: why a rerun after a GPU
+/// The lead's analysis of run `task.run`: open, pass (on the GPU, alone), take in the helpers'
+/// partials in share order, report, then the spectrum. `gpu_fallback`: why a rerun after a GPU
 /// failure is on the CPU.
 pub(super) async fn analyze(
     task: Task,
@@ -149,7 +149,6 @@ pub(super) async fn analyze(
         job.split(of);
         post(run, Response::Split { tensor: chosen, of });
     }
-    let mut absorbed = 0u32;
     let mut estimate_posted = false;
     if traffic.is_some() {
         // The headers' download, shown before the first rows arrive.
@@ -202,25 +201,28 @@ pub(super) async fn analyze(
             progress.bytes_fetched = bytes_fetched();
             post(run, Response::Progress(progress));
         }
-        // A helper that finished first: its rows join the running estimate now — once the lead's
-        // own pass has begun. Before, the lead has not yet chosen its kernel and centre from the
-        // sample, and a partial taken in then would leave it uncentred (a result that depended on
-        // timing); the partials wait in the state meanwhile.
-        if pacer.pause().await && job.pass_begun() {
-            absorbed += absorb_received(run, &mut job)?;
-        }
+        // The helpers' partials wait in the state until the lead's own share is done, and are
+        // then taken in by share: the f64 sums then add in one order whatever the timing, so the
+        // same seed gives the same bits (taken in as they came, μ differed in its last bit).
+        pacer.pause().await;
         if pacer.superseded() {
             return Ok(());
         }
     }
     // The helpers post their partials when their shares end (or on "stop here", sent to all).
-    absorbed += absorb_received(run, &mut job)?;
-    while absorbed + 1 < of {
-        sleep_ms(WAIT_PARTIALS_MS).await;
-        if pacer.superseded() {
-            return Ok(());
+    for share in 1..of {
+        loop {
+            if let Some(bytes) = take_partial(run, share) {
+                let partial = PassPartial::from_bytes(&bytes).map_err(|e| e.to_string())?;
+                drop(bytes);
+                job.absorb(&partial).map_err(|e| e.to_string())?;
+                break;
+            }
+            sleep_ms(WAIT_PARTIALS_MS).await;
+            if pacer.superseded() {
+                return Ok(());
+            }
         }
-        absorbed += absorb_received(run, &mut job)?;
     }
     // The GPU's sums are read back once, into the accumulator the report and the eigen step read.
     job.finish_gpu().await.map_err(pass_error)?;
@@ -308,22 +310,6 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
     post(run, Response::Progress(analysis.progress()));
     post_bytes(run, Response::Partial, analysis.into_partial().to_bytes());
     Ok(())
-}
-
-/// Absorbs the helpers' partials of run `run` received so far (those of other runs are dropped);
-/// returns how many.
-fn absorb_received(run: u64, job: &mut Job) -> Result<u32, String> {
-    let mut absorbed = 0;
-    for (of_run, bytes) in take_partials() {
-        if of_run != run {
-            continue;
-        }
-        let partial = PassPartial::from_bytes(&bytes).map_err(|e| e.to_string())?;
-        drop(bytes);
-        job.absorb(&partial).map_err(|e| e.to_string())?;
-        absorbed += 1;
-    }
-    Ok(absorbed)
 }
 
 /// The centred pass over run `run`'s matrix, a chunk at a time between yields.

@@ -43,8 +43,9 @@ struct State {
     /// The embedding of the last finished run, with its run, for the requests that follow its
     /// result (neighbours, the centred pass).
     last_matrix: Option<(u64, Matrix)>,
-    /// Helpers' partials the page forwarded to this (lead) worker, with their run, not yet absorbed.
-    partials: Vec<(u64, Vec<u8>)>,
+    /// Helpers' partials the page forwarded to this (lead) worker, with their run and share, not
+    /// yet absorbed.
+    partials: Vec<(u64, u32, Vec<u8>)>,
     /// The GPU device of earlier runs, with the choice it was acquired for (asking the browser for
     /// an adapter again each run costs a round trip); dropped when it fails.
     gpu: Option<(GpuChoice, Rc<GpuContext>)>,
@@ -109,13 +110,18 @@ fn matrix_of(run: u64) -> Result<Matrix, String> {
         .ok_or_else(|| "this result's file is no longer open in the worker: analyse it again".to_string())
 }
 
-fn receive_partial(run: u64, bytes: Vec<u8>) {
-    with_state(|s| s.partials.push((run, bytes)));
+fn receive_partial(run: u64, share: u32, bytes: Vec<u8>) {
+    with_state(|s| s.partials.push((run, share, bytes)));
 }
 
-/// The partials received so far, of any run, removed from the state.
-fn take_partials() -> Vec<(u64, Vec<u8>)> {
-    with_state(|s| std::mem::take(&mut s.partials))
+/// The partial of share `share` of run `run`, if received, removed from the state; partials of
+/// other runs are dropped.
+fn take_partial(run: u64, share: u32) -> Option<Vec<u8>> {
+    with_state(|s| {
+        s.partials.retain(|&(r, _, _)| r == run);
+        let at = s.partials.iter().position(|&(_, i, _)| i == share)?;
+        Some(s.partials.swap_remove(at).2)
+    })
 }
 
 fn drop_partials() {
@@ -237,13 +243,13 @@ fn dispatch(request: Request, data: &JsValue) {
                 }
             });
         }
-        Request::Absorb { run } => {
+        Request::Absorb { run, share } => {
             let bytes = Reflect::get(data, &"bytes".into())
                 .ok()
                 .and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok())
                 .map(|b| b.to_vec());
             if let Some(bytes) = bytes {
-                receive_partial(run, bytes);
+                receive_partial(run, share, bytes);
             }
         }
     }
