@@ -44,8 +44,9 @@ struct State {
     /// result (neighbours, the centred pass).
     last_matrix: Option<(u64, Matrix)>,
     /// Helpers' partials the page forwarded to this (lead) worker, with their run and share, not
-    /// yet absorbed.
-    partials: Vec<(u64, u32, Vec<u8>)>,
+    /// yet absorbed. Kept as JavaScript bytes until taken in: the lead may hold several while its
+    /// own share ends, and wasm memory, once grown, never shrinks.
+    partials: Vec<(u64, u32, js_sys::Uint8Array)>,
     /// The GPU device of earlier runs, with the choice it was acquired for (asking the browser for
     /// an adapter again each run costs a round trip); dropped when it fails.
     gpu: Option<(GpuChoice, Rc<GpuContext>)>,
@@ -110,7 +111,7 @@ fn matrix_of(run: u64) -> Result<Matrix, String> {
         .ok_or_else(|| "this result's file is no longer open in the worker: analyse it again".to_string())
 }
 
-fn receive_partial(run: u64, share: u32, bytes: Vec<u8>) {
+fn receive_partial(run: u64, share: u32, bytes: js_sys::Uint8Array) {
     with_state(|s| s.partials.push((run, share, bytes)));
 }
 
@@ -120,7 +121,7 @@ fn take_partial(run: u64, share: u32) -> Option<Vec<u8>> {
     with_state(|s| {
         s.partials.retain(|&(r, _, _)| r == run);
         let at = s.partials.iter().position(|&(_, i, _)| i == share)?;
-        Some(s.partials.swap_remove(at).2)
+        Some(s.partials.swap_remove(at).2.to_vec())
     })
 }
 
@@ -244,10 +245,7 @@ fn dispatch(request: Request, data: &JsValue) {
             });
         }
         Request::Absorb { run, share } => {
-            let bytes = Reflect::get(data, &"bytes".into())
-                .ok()
-                .and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok())
-                .map(|b| b.to_vec());
+            let bytes = Reflect::get(data, &"bytes".into()).ok().and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok());
             if let Some(bytes) = bytes {
                 receive_partial(run, share, bytes);
             }
