@@ -6,10 +6,10 @@
 //!
 //! Workers start with the first analysis (never before), and stay for the next ones. Progress on
 //! screen is the rows seen over all workers; the running ε is the lead's, whose share is itself a
-//! random subset of the blocks; it takes in the helpers' partials once its own share is done, in share
-//! order, so that the sums add in one order whatever the timing. A crashed
-//! worker (panic, trap, out of memory) fails the run at once and the whole pool is replaced: the
-//! others would wait for its partial forever. A pass on the GPU runs in the lead alone; when its GPU
+//! random subset of the blocks. The lead takes in the helpers' partials once its own share is done,
+//! in share order, so that the sums add in one order whatever the timing. A crashed worker (panic,
+//! trap, out of memory) fails the run at once and the whole pool is replaced: the others would wait
+//! for its partial forever. A pass on the GPU runs in the lead alone; when its GPU
 //! fails ([`Response::GpuFailed`]) the pool runs the same analysis again on the CPU, split as usual,
 //! and its Report says why (`gpu_fallback`).
 
