@@ -75,21 +75,6 @@ fn now<T>(future: impl Future<Output = T>) -> T {
     }
 }
 
-/// Shared between the analysis (as its byte source) and the read-ahead (as its batches).
-struct Shared(Rc<Ahead>);
-
-impl ByteSource for Shared {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-    fn len(&self) -> u64 {
-        self.0.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-        self.0.read_at(offset, buf)
-    }
-}
-
 fn open(bytes: &[u8], config: &AnalysisConfig, share: Option<Share>) -> (Analysis, Rc<Ahead>) {
     let file = SliceSource::new("generated.safetensors", bytes.to_vec());
     let model = read_model(&file, 0).expect("generated file parses");
@@ -101,7 +86,7 @@ fn open(bytes: &[u8], config: &AnalysisConfig, share: Option<Share>) -> (Analysi
         fetched: RefCell::default(),
         direct: RefCell::new(0),
     });
-    let mut a = Analysis::new(Box::new(Shared(source.clone())), tensor, origin, config.clone()).expect("analysis");
+    let mut a = Analysis::new(Box::new(source.clone()), tensor, origin, config.clone()).expect("analysis");
     if let Some(share) = share {
         a.set_share(share);
     }
