@@ -220,6 +220,69 @@ fn an_early_stop_split_over_workers_estimates_what_one_worker_estimates() {
     assert_eq!((bands.epsilon, bands.epsilon_ci), (one.epsilon, one.epsilon_ci));
 }
 
+/// Split by columns, no worker holds ‖G‖²_F: the lead's running estimate is the one at the last
+/// checkpoint every band reached (`pass::bands`), and that is what one whole pass estimates after
+/// the same steps (only ‖G‖²_F is summed band by band). Before the first checkpoint the lead has
+/// no estimate and cannot stop; stopped at one, its report is that estimate.
+#[test]
+fn a_split_by_columns_estimates_at_its_bands_checkpoints_what_one_pass_estimates() {
+    use orthoscope::run::analysis::Phase;
+    let (rows, dim) = (6000, 72);
+    let file = model(rows, dim, 5);
+    for precision in [Precision::F32, Precision::F64] {
+        let config = AnalysisConfig { block_rows: 16, precision, ..AnalysisConfig::default() };
+        let of = 3;
+        let band = |i| {
+            let mut a = analysis(&file, config.clone());
+            a.set_share(Share::columns(i, of).unwrap());
+            a
+        };
+        let mut whole = analysis(&file, config.clone());
+        let mut lead = band(0);
+        let mut helpers: Vec<Analysis> = (1..of).map(band).collect();
+        // The bands run a step ahead of the lead; their parts wait in the lead's tally.
+        let mut parts = Vec::new();
+        let mut checked = Vec::new();
+        let mut stopped = None;
+        while lead.phase() != Phase::Done {
+            for (i, h) in helpers.iter_mut().enumerate() {
+                if h.phase() != Phase::Done {
+                    h.step().unwrap();
+                    parts.extend(h.band_part().map(|(step, part)| (i as u32 + 1, step, part)));
+                }
+            }
+            whole.step().unwrap();
+            lead.step().unwrap();
+            let at_checkpoint = lead.band_part().map(|(step, _)| step);
+            if lead.phase() == Phase::Pass && at_checkpoint.is_none() && checked.is_empty() {
+                assert!(!lead.has_estimate(), "{precision:?}: no estimate before the first checkpoint");
+            }
+            lead.note_checkpoint();
+            // Out of order, as messages from several workers come.
+            for (band, step, part) in parts.drain(..).rev() {
+                lead.take_band_part(band, step, part).unwrap();
+            }
+            let Some(step) = at_checkpoint else { continue };
+            let (mine, one) = (lead.progress(), whole.progress());
+            let (e, w) = (mine.epsilon.unwrap(), one.epsilon.unwrap());
+            assert!(close(e, w, 1e-12), "{precision:?} step {step}: ε {e} vs one pass {w}");
+            assert!(close(mine.epsilon_se.unwrap(), one.epsilon_se.unwrap(), 1e-9), "{precision:?} step {step}: se");
+            assert_eq!(mine.rows_seen, one.rows_seen);
+            checked.push(step);
+            if step == 16 {
+                assert!(lead.stop_at_checkpoint());
+                stopped = Some((lead.report(0.0).unwrap(), one));
+                break;
+            }
+        }
+        assert_eq!(checked, [1, 2, 4, 8, 16], "{precision:?}");
+        let (report, one) = stopped.unwrap();
+        assert!(!report.exact && report.epsilon_ci.is_some());
+        assert_eq!(report.rows_seen, one.rows_seen);
+        assert!(close(report.epsilon, one.epsilon.unwrap(), 1e-12), "{precision:?}: stopped at step 16");
+    }
+}
+
 #[test]
 fn a_partial_of_another_width_or_a_block_counted_twice_is_refused() {
     let file = model(600, 32, 2);

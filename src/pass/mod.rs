@@ -5,6 +5,7 @@
 //! - [`stats`]: mergeable moments, the histogram sample, row counts.
 //! - [`accumulate`]: the exact pass's accumulator (Gram triangle or unit rows, whichever is smaller).
 //! - [`shares`]: how a pass is split between workers or threads and merged back.
+//! - [`bands`]: the running estimate of a pass split by columns, from every band's checkpoints.
 //! - [`estimate`]: ε, its uncertainty, the four capacity bounds and the class (docs/method.md §2–3).
 //! - [`gpu`]: the exact pass's Gram sums on a GPU through wgpu (WGSL kernel; the wgpu parts behind
 //!   the default cargo feature `gpu`, the request and report types always).
@@ -12,6 +13,7 @@
 //! It reads rows only through [`crate::read`] and knows nothing of reports or views.
 
 pub mod accumulate;
+pub mod bands;
 pub mod estimate;
 pub mod gpu;
 pub mod kernel;

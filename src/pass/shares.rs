@@ -128,6 +128,51 @@ pub fn split_for(requested: u32, accumulator_bytes: u64) -> (u32, bool) {
     }
 }
 
+/// How a pass is split over workers or threads (the CLI's `--split`, the page's `?split=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    /// By rows while whole accumulators fit the memory budget and d < 8192, else by columns
+    /// ([`split_for`]).
+    #[default]
+    Auto,
+    /// By rows, as many workers as the budget holds.
+    Rows,
+    /// By columns: every worker reads every row and sums a band of G.
+    Columns,
+}
+
+/// Most wasm memory one worker of the page may take for its pass.
+pub const WORKER_MEMORY_LIMIT: u64 = 1_500_000_000;
+
+/// How a pass whose accumulator takes `accumulator_bytes` is split over up to `requested` workers,
+/// asked `split`: `(of, by_columns)`. Only a pass that sums G (`gram`; few rows sum pair cosines
+/// directly) has columns to share out. With `worker_limit` (the page), a split by columns that
+/// would take one worker past it is by rows instead: the lead assembling the bands holds the whole
+/// G, its own band and, while it takes one in, that band twice (its bytes and the partial read
+/// from them). At d = 16384 (G is 1.07 GB) that needs 8 bands or more to stay under 1.5 GB.
+pub fn choose_split(
+    split: Split,
+    requested: u32,
+    accumulator_bytes: u64,
+    gram: bool,
+    worker_limit: Option<u64>,
+) -> (u32, bool) {
+    let by_rows = (shares_for(requested, accumulator_bytes), false);
+    let (of, columns) = match split {
+        _ if !gram => by_rows,
+        Split::Auto => split_for(requested, accumulator_bytes),
+        Split::Rows => by_rows,
+        Split::Columns => (requested.clamp(1, MAX_WORKERS), requested > 1),
+    };
+    let lead_peak = accumulator_bytes.saturating_add(accumulator_bytes / u64::from(of.max(1)) * 3);
+    if columns && worker_limit.is_some_and(|limit| lead_peak > limit) {
+        return by_rows;
+    }
+    (of, columns)
+}
+
 /// What one share of the pass has accumulated; partials over disjoint blocks merge exactly.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PassPartial {
@@ -153,6 +198,9 @@ pub enum PassError {
     /// A band of G (a pass split by columns) that is not of this pass.
     #[error("a worker's band of the Gram matrix does not fit this pass: {0}")]
     Band(String),
+    /// A band's checkpoint of a pass split by columns that does not fit it (`pass::bands`).
+    #[error(transparent)]
+    Checkpoint(#[from] crate::pass::bands::BandError),
     /// Together the partials claim more blocks than the plan has: one was counted twice.
     #[error("the workers' partial results cover {seen} blocks of a {total}-block pass: one was counted twice")]
     TooManyBlocks { seen: u64, total: u64 },
@@ -238,6 +286,22 @@ mod tests {
         assert_eq!(split_for(16, g(8192)), (16, true));
         assert_eq!(split_for(2, g(16384)), (2, true));
         assert_eq!(split_for(1, g(16384)), (1, false));
+    }
+
+    #[test]
+    fn the_page_splits_by_columns_only_where_the_lead_can_assemble_g() {
+        let g = |d: u64| d * d / 2 * 8;
+        let page = Some(WORKER_MEMORY_LIMIT);
+        assert_eq!(choose_split(Split::Auto, 2, g(8192), true, page), (2, true));
+        assert_eq!(choose_split(Split::Auto, 16, g(4096), true, page), (16, true));
+        // d = 16384: two bands would take the lead to 2.7 GB; sixteen to 1.27 GB.
+        assert_eq!(choose_split(Split::Auto, 2, g(16384), true, page), (1, false));
+        assert_eq!(choose_split(Split::Auto, 16, g(16384), true, page), (16, true));
+        assert_eq!(choose_split(Split::Auto, 2, g(16384), true, None), (2, true), "natively, no limit");
+        assert_eq!(choose_split(Split::Columns, 4, g(512), true, page), (4, true));
+        assert_eq!(choose_split(Split::Columns, 4, g(512), false, page), (4, false), "few rows: no G");
+        assert_eq!(choose_split(Split::Rows, 2, g(8192), true, page), (2, false));
+        assert_eq!(choose_split(Split::Columns, 1, g(512), true, page), (1, false));
     }
 
     #[test]

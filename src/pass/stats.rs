@@ -29,6 +29,27 @@ pub fn mean_row(units: &[f32], dim: usize) -> Option<Vec<f64>> {
     Some(mean)
 }
 
+/// The sums over a set of unit rows that, with ‖G‖_F², give the moments of all their pairs
+/// (`docs/method.md` §1): Σ_{i≠j} cos = ‖s‖² − Σ‖uᵢ‖², Σ_{i≠j} cos² = ‖G‖_F² − Σ‖uᵢ‖⁴.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GramScalars {
+    /// Rows in the sums.
+    pub rows: u64,
+    /// ‖s‖², s = Σuᵢ.
+    pub sum_sq: f64,
+    /// Σ‖uᵢ‖² and Σ‖uᵢ‖⁴ (each ‖uᵢ‖ is 1 up to rounding).
+    pub sum_norm2: f64,
+    pub sum_norm4: f64,
+}
+
+impl GramScalars {
+    /// The moments of all pairs, given ‖G‖_F² over the same rows.
+    pub fn moments(&self, frobenius_sq: f64) -> Option<Moments> {
+        let (s2, n2, n4, g2) = (self.sum_sq, self.sum_norm2, self.sum_norm4, frobenius_sq);
+        Moments::from_ordered_sums(self.rows, s2 - n2, g2 - n4, g2 + n4 + 2.0 * (s2 + n2))
+    }
+}
+
 /// Counts of rows seen, kept and dropped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowCounts {
@@ -485,16 +506,28 @@ impl GramMoments {
     /// [`GramMoments::moments`] of the rows already in G (all of them after a flush): cheap, for
     /// running estimates. Counts only the rows in G, so the pairs and their sums agree.
     pub fn moments_so_far(&self) -> Option<Moments> {
+        self.scalars_so_far().moments(self.frobenius_so_far())
+    }
+
+    /// ‖G‖_F² over the rows in G, of the panels held: a band's part of it in a pass split by
+    /// columns, where the bands' parts add up to the whole (`pass::bands`).
+    pub fn frobenius_so_far(&self) -> f64 {
+        self.gram.frobenius_sq_plus(|a, b| self.centre_term(a, b))
+    }
+
+    /// Everything [`GramMoments::moments_so_far`] reads but ‖G‖_F², over the rows in G: O(d).
+    pub fn scalars_so_far(&self) -> GramScalars {
         let (sum_norm2, sum_norm4) = if self.pending.rows > 0 {
             (self.pending.before.sum_norm2, self.pending.before.sum_norm4)
         } else {
             (self.sum_norm2, self.sum_norm4)
         };
-        let s2: f64 = self.sum().iter().map(|x| x * x).sum();
-        let g2 = self.gram.frobenius_sq_plus(|a, b| self.centre_term(a, b));
-        let magnitude = g2 + sum_norm4 + 2.0 * (s2 + sum_norm2);
-        let rows = self.counts.kept.saturating_sub(self.pending.rows as u64);
-        Moments::from_ordered_sums(rows, s2 - sum_norm2, g2 - sum_norm4, magnitude)
+        GramScalars {
+            rows: self.counts.kept.saturating_sub(self.pending.rows as u64),
+            sum_sq: self.sum().iter().map(|x| x * x).sum(),
+            sum_norm2,
+            sum_norm4,
+        }
     }
 
     /// s = Σuᵢ (zero-padded past `dim`) over the rows in G: [`GramMoments::flush`] first for all.

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::explain::geometry::{self, geometry_expected, Geometry, GeometryError, GeometryTiming};
 use crate::pass::accumulate::{PairAccumulator, Route};
+use crate::pass::bands::{is_checkpoint, BandTally, LeadAt};
 use crate::pass::estimate;
 #[cfg(feature = "gpu")]
 use crate::pass::gpu::{
@@ -181,10 +182,13 @@ pub struct Analysis {
     /// Blocks whose within-block pairs are in `within` when only some are measured (the GPU pass);
     /// None when every visited block is.
     within_measured: Option<u64>,
-    /// A GPU pass stopped at its last running estimate ([`Analysis::stop_gpu_at_estimate`]): the
-    /// result is that estimate.
-    #[cfg(feature = "gpu")]
-    stopped_at: Option<GpuSnapshot>,
+    /// A pass stopped at its last running estimate (a GPU pass's, [`Analysis::stop_gpu_at_estimate`],
+    /// or a split by columns', [`Analysis::stop_at_checkpoint`]): the result is that estimate.
+    stopped_at: Option<Snapshot>,
+    /// Steps of the pass taken (a split by columns has its checkpoints at fixed steps).
+    pass_steps: u64,
+    /// The lead of a pass split by columns: the bands' checkpoints (`pass::bands`).
+    bands: Option<BandTally>,
 }
 
 /// Rows a GPU step reads and submits: the GPU does the arithmetic, so a step is mostly reads.
@@ -204,12 +208,13 @@ struct GpuRun {
     started_ms: Option<f64>,
     /// The last running moments read back ([`Analysis::refresh_gpu_estimate`]) and what the
     /// analysis had seen at that point.
-    snapshot: Option<GpuSnapshot>,
+    snapshot: Option<Snapshot>,
 }
 
-#[cfg(feature = "gpu")]
+/// The running moments at some point of the pass, with what the analysis had seen there: a GPU
+/// pass's last read-back, or the last checkpoint every band of a split by columns reached.
 #[derive(Clone, Copy)]
-struct GpuSnapshot {
+struct Snapshot {
     moments: Moments,
     counts: RowCounts,
     blocks_seen: u64,
@@ -345,8 +350,9 @@ impl Analysis {
             gpu_declined: None,
             gpu_ran: None,
             within_measured: None,
-            #[cfg(feature = "gpu")]
             stopped_at: None,
+            pass_steps: 0,
+            bands: None,
             tensor,
             config,
         })
@@ -367,7 +373,84 @@ impl Analysis {
         self.next_block = share.first();
         if share.columns {
             self.gram.set_band(column_band(self.dim, share.index, share.of));
+            if share.index == 0 && share.of > 1 && self.gram.is_band() {
+                self.bands = Some(BandTally::new(share.of));
+            }
         }
+    }
+
+    /// After a step of a pass split by columns that ends at a checkpoint (`bands::is_checkpoint`):
+    /// the step and this band's part of ‖G‖²_F, for the lead's running estimate. Streams the band
+    /// once; call once per step. None at other steps, and for a pass not split by columns.
+    pub fn band_part(&self) -> Option<(u64, f64)> {
+        if !self.share.columns || self.share.of < 2 || self.phase != Phase::Pass || !is_checkpoint(self.pass_steps) {
+            return None;
+        }
+        match &self.gram {
+            PairAccumulator::Gram(g) => Some((self.pass_steps, g.frobenius_so_far())),
+            PairAccumulator::Rows(_) => None,
+        }
+    }
+
+    /// The lead of a pass split by columns records its own state at a checkpoint
+    /// ([`Analysis::band_part`]); call after each step.
+    pub fn note_checkpoint(&mut self) {
+        let Some((step, part)) = self.band_part() else { return };
+        let PairAccumulator::Gram(g) = &self.gram else { return };
+        let lead = LeadAt {
+            scalars: g.scalars_so_far(),
+            counts: g.counts,
+            blocks_seen: self.blocks_seen,
+            within: self.within,
+        };
+        if let Some(t) = self.bands.as_mut() {
+            t.record_lead(step, lead, part);
+        }
+    }
+
+    /// The lead of a pass split by columns takes in band `band`'s part of ‖G‖²_F at checkpoint
+    /// `step` (from [`Analysis::band_part`] in that band's worker).
+    pub fn take_band_part(&mut self, band: u32, step: u64, part: f64) -> Result<(), Error> {
+        match self.bands.as_mut() {
+            Some(t) => t.record_band(band, step, part).map_err(|e| Error::from(PassError::from(e))),
+            None => Ok(()),
+        }
+    }
+
+    /// The estimate of a pass split by columns while its bands run, from their last common
+    /// checkpoint (None before the first, and once the bands are placed into one G).
+    fn band_snapshot(&self) -> Option<Option<Snapshot>> {
+        let tally = self.bands.as_ref().filter(|_| self.gram.is_band())?;
+        Some(tally.latest().map(|r| Snapshot {
+            moments: r.moments,
+            counts: r.counts,
+            blocks_seen: r.blocks_seen,
+            within: r.within,
+            within_measured: r.blocks_seen,
+        }))
+    }
+
+    /// *Stop here* on a pass split by columns, at the lead: the estimate at the bands' last common
+    /// checkpoint (what the page shows) becomes the result; the bands' partials are not waited
+    /// for. True if it did or the pass is not so split (it stops where it stands); false before
+    /// the first checkpoint, when the lead must step on until one is reached.
+    pub fn stop_at_checkpoint(&mut self) -> bool {
+        match self.band_snapshot() {
+            None => true,
+            Some(None) => false,
+            Some(Some(snapshot)) => {
+                self.stopped_at = Some(snapshot);
+                self.blocks_seen = snapshot.blocks_seen;
+                self.bands = None;
+                true
+            }
+        }
+    }
+
+    /// Whether the result is the estimate at a checkpoint ([`Analysis::stop_at_checkpoint`]) or a
+    /// GPU read-back, rather than the sums themselves.
+    pub fn stopped_at_estimate(&self) -> bool {
+        self.stopped_at.is_some()
     }
 
     /// The share of the pass this analysis runs.
@@ -765,7 +848,7 @@ impl Analysis {
         if let Some(run) = self.gpu_pass.as_mut() {
             if run.counts.kept >= 2 {
                 if let Some(moments) = run.gram.running_moments().await? {
-                    run.snapshot = Some(GpuSnapshot {
+                    run.snapshot = Some(Snapshot {
                         moments,
                         counts: run.counts,
                         blocks_seen: self.blocks_seen,
@@ -912,6 +995,7 @@ impl Analysis {
         if kept > 0 {
             self.gram.add_unit_rows(&self.wide[..kept * d]);
         }
+        self.pass_steps += 1;
         // The next position ≡ share.first() (mod stride) at or after `end`.
         self.next_block = end + (stride - (end - self.share.first()) % stride) % stride;
         if self.next_block >= target {
@@ -931,10 +1015,14 @@ impl Analysis {
     /// with what the analysis had seen then. Also returns the blocks and the counts they cover.
     fn running_moments(&self) -> Option<(Moments, u64, RowCounts)> {
         let total = self.plan.blocks.len() as u64;
+        let snapshot = match self.band_snapshot() {
+            Some(at_checkpoint) => Some(at_checkpoint?),
+            None => self.stopped_at,
+        };
         #[cfg(feature = "gpu")]
         let snapshot = match &self.gpu_pass {
             Some(run) => Some(run.snapshot?),
-            None => self.stopped_at,
+            None => snapshot,
         };
         if let Some(s) = snapshot {
             if s.blocks_seen >= total {
@@ -977,7 +1065,10 @@ impl Analysis {
 
     /// Whether the pass has a running ε yet (two usable rows); cheap, unlike [`Self::progress`].
     pub fn has_estimate(&self) -> bool {
-        self.counts().kept >= 2
+        match self.band_snapshot() {
+            Some(at_checkpoint) => at_checkpoint.is_some(),
+            None => self.counts().kept >= 2,
+        }
     }
 
     pub fn progress(&self) -> Progress {
@@ -1004,7 +1095,8 @@ impl Analysis {
         Progress {
             phase: self.phase,
             fraction: if self.phase == Phase::Done { 1.0 } else { (done / total).clamp(0.0, 1.0) },
-            rows_seen: self.counts().seen,
+            // Split by columns, the rows of the estimate shown: those of the bands' last checkpoint.
+            rows_seen: self.band_snapshot().flatten().map_or(self.counts().seen, |s| s.counts.seen),
             rows: self.rows,
             epsilon: running.as_ref().map(|r| r.1),
             epsilon_se: running.and_then(|r| r.2),
@@ -1021,8 +1113,7 @@ impl Analysis {
             return Err(GpuError::NotFinished.into());
         }
         let counts = self.gram.counts();
-        // Stopped at a GPU estimate: the rows that estimate covers.
-        #[cfg(feature = "gpu")]
+        // Stopped at an estimate: the rows that estimate covers.
         let counts = self.stopped_at.map_or(counts, |s| s.counts);
         let too_few = || Error::TooFewRows {
             tensor: self.tensor.name.clone(),

@@ -289,8 +289,30 @@ impl Job {
     }
 
     /// Ends the job where it stands: the report then carries estimates with their intervals.
-    pub fn stop(&mut self) {
+    /// False, and nothing changes, when it cannot stop yet: the lead of a pass split by columns
+    /// before its bands' first common checkpoint ([`Analysis::stop_at_checkpoint`]) steps on.
+    pub fn stop(&mut self) -> bool {
+        if self.embedding.phase() != Phase::Done && !self.embedding.stop_at_checkpoint() {
+            return false;
+        }
         self.stopped = true;
+        true
+    }
+
+    /// Whether the embedding's result is its estimate at a checkpoint of a split by columns (or a
+    /// GPU read-back): the helpers' partials are then not taken in.
+    pub fn stopped_at_estimate(&self) -> bool {
+        self.embedding.stopped_at_estimate()
+    }
+
+    /// [`Analysis::note_checkpoint`] of the embedding's pass: call after each step.
+    pub fn note_checkpoint(&mut self) {
+        self.embedding.note_checkpoint();
+    }
+
+    /// [`Analysis::take_band_part`] of the embedding's pass.
+    pub fn take_band_part(&mut self, band: u32, step: u64, part: f64) -> Result<(), Error> {
+        self.embedding.take_band_part(band, step, part)
     }
 
     /// Runs to the end (CLI, tests). Natively a GPU pass is waited for on this thread; in a

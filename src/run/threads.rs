@@ -15,7 +15,8 @@ use thiserror::Error;
 use crate::explain::centred::{centred, CentredError};
 use crate::pass::accumulate::Route;
 use crate::pass::gpu::GpuChoice;
-use crate::pass::shares::{shares_for, split_for, Share, MAX_WORKERS};
+pub use crate::pass::shares::Split;
+use crate::pass::shares::{choose_split, Share};
 use crate::read::source::{ByteSource, FileSource, ReadError};
 use crate::result::report::Report;
 use crate::run::analysis::AnalysisConfig;
@@ -51,19 +52,6 @@ impl From<ReadError> for ThreadsError {
     }
 }
 
-/// How the threads share a pass (`pass::shares`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Split {
-    /// By rows while whole accumulators fit the memory budget and d < 8192, else by columns
-    /// ([`split_for`]).
-    #[default]
-    Auto,
-    /// By rows, as many threads as the budget holds.
-    Rows,
-    /// By columns: every thread reads every row and sums a band of G.
-    Columns,
-}
-
 /// What `analyze` was asked for.
 #[derive(Clone, Debug, Default)]
 pub struct PassRequest {
@@ -72,7 +60,7 @@ pub struct PassRequest {
     /// Seed, early stop and precision, as in the page.
     pub config: AnalysisConfig,
     /// Threads sharing the pass (default: every core). Split by rows, fewer run when their
-    /// accumulators would not fit the memory budget ([`shares_for`]); split by columns, all do.
+    /// accumulators would not fit the memory budget (`shares::shares_for`); split by columns, all do.
     pub threads: Option<usize>,
     /// How the threads share the pass.
     pub split: Split,
@@ -152,17 +140,10 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
     let (mut job, opened) = Job::open(open()?, request.tensor.as_deref(), config.clone())?;
     let requested = request.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     // By rows while whole accumulators fit the memory budget and d < 8192, else by columns
-    // (`split_for`), unless asked otherwise.
+    // (`shares::split_for`), unless asked otherwise.
     let requested = u32::try_from(requested).unwrap_or(u32::MAX);
-    let bytes = job.accumulator_bytes();
-    let by_rows = (shares_for(requested, bytes), false);
-    let (of, columns) = match (request.split, split_for(requested, bytes)) {
-        // Few rows: the pass sums pair cosines directly, which has no columns to share out.
-        _ if job.route() != Route::Gram => by_rows,
-        (Split::Auto, split) => split,
-        (Split::Rows, _) => by_rows,
-        (Split::Columns, _) => (requested.clamp(1, MAX_WORKERS), requested > 1),
-    };
+    let gram = job.route() == Route::Gram;
+    let (of, columns) = choose_split(request.split, requested, job.accumulator_bytes(), gram, None);
     if columns {
         job.split_columns(of);
     } else {

@@ -255,6 +255,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         | Response::Cancelled
         | Response::Split { .. }
         | Response::Partial
+        | Response::BandPart { .. }
         | Response::GpuFailed { .. }
         | Response::Crashed { .. } => {}
         Response::Opened(opened) => {
@@ -360,6 +361,7 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
             precision: c.params.precision,
             gpu: c.params.gpu,
             crash,
+            split: c.params.split,
         };
         pool.analyze(c.run, source, files, tensor, settings);
     });

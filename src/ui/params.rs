@@ -4,7 +4,9 @@
 //! forces the f64 Gram kernel; `?kernel=simd128` (read by `worker::client::worker_url`) forces the
 //! plain SIMD worker build; `?workers=N` sets the worker pool's size; `?gpu=0` keeps the pass on the
 //! CPU pool and `?gpu=1` lets it use any GPU adapter, software ones included (default: a GPU that is
-//! not a fallback adapter, if the browser offers one); `?crash_after_rows=N` (with `?crash=oom` for
+//! not a fallback adapter, if the browser offers one); `?split=rows|columns` forces how the pool
+//! shares the pass (default: by rows, by columns from d = 8192 or where whole Gram matrices do not
+//! fit the memory budget); `?crash_after_rows=N` (with `?crash=oom` for
 //! an out-of-memory instead of a panic, `?crash=gpu-lost` for a lost GPU device) is a test hook of
 //! the end-to-end tests' build only (cargo feature `test-hooks`).
 
@@ -13,6 +15,7 @@ use web_sys::UrlSearchParams;
 use crate::pass::gpu::GpuChoice;
 use crate::pass::kernel::Precision;
 use crate::pass::plan::DEFAULT_SEED;
+use crate::pass::shares::Split;
 use crate::read::demo::DEFAULT_DEMO;
 #[cfg(feature = "test-hooks")]
 use crate::worker::protocol::CrashKind;
@@ -39,6 +42,8 @@ pub struct Params {
     pub centred: bool,
     /// `?workers=N`: the size of the worker pool (default: the logical cores, at most 16).
     pub workers: Option<u32>,
+    /// `?split=rows|columns`: how the pool shares the pass (anything else: by the width).
+    pub split: Split,
     /// `?gpu=0` / `?gpu=1`: where the Gram sums run (see the module's comment).
     pub gpu: GpuChoice,
     /// `?crash_after_rows=N` (`&crash=oom`), a test hook: a worker of the first analysis panics
@@ -74,6 +79,11 @@ impl Params {
                 Some("0" | "false") => GpuChoice::Off,
                 Some("1" | "true") => GpuChoice::Any,
                 _ => GpuChoice::Auto,
+            },
+            split: match get("split").as_deref().map(str::trim) {
+                Some("rows") => Split::Rows,
+                Some("columns") => Split::Columns,
+                _ => Split::Auto,
             },
             crash: test_crash(&get),
         }

@@ -4,10 +4,17 @@
 //! shares, post their partials here, and the pool forwards them to the lead, which absorbs them and
 //! posts the one Report.
 //!
-//! Workers start with the first analysis (never before), and stay for the next ones. Progress on
-//! screen is the rows seen over all workers; the running ε is the lead's, whose share is itself a
-//! random subset of the blocks. The lead takes in the helpers' partials once its own share is done,
-//! in share order, so that the sums add in one order whatever the timing. A crashed worker (panic,
+//! The lead splits by rows (each worker a subset of the blocks and a whole G) or, from d = 8192 and
+//! where whole Gram matrices do not fit the memory budget, by columns (every worker every row and
+//! one band of G; `pass::shares`). Workers start with the first analysis (never before), and stay
+//! for the next ones. Progress on screen is the rows seen over all workers (split by columns, the
+//! lead's: every band reads every row). Split by rows, the running ε is the lead's, whose share is
+//! itself a random subset of the blocks; split by columns, it is the estimate at the last
+//! checkpoint every band reached (`pass::bands`): the helpers post their parts of ‖G‖²_F, which
+//! the pool forwards to the lead, and *Stop here* goes to the lead alone, which stops there and
+//! reports that estimate while the pool cancels the bands. The lead takes in the helpers'
+//! partials once its own share is done, in share order, so that the sums add in one order
+//! whatever the timing. A crashed worker (panic,
 //! trap, out of memory) fails the run at once and the whole pool is replaced: the others would wait
 //! for its partial forever. A pass on the GPU runs in the lead alone; when its GPU
 //! fails ([`Response::GpuFailed`]) the pool runs the same analysis again on the CPU, split as usual,
@@ -39,8 +46,11 @@ struct Current {
     files: Vec<File>,
     tensor: Option<String>,
     settings: RunSettings,
-    /// Workers the pass is split over (1 until the lead says otherwise).
+    /// Workers the pass is split over (1 until the lead says otherwise), and whether by columns.
     of: u32,
+    columns: bool,
+    /// *Stop here* was asked: split by columns, the bands are cancelled once the lead reports.
+    stopping: bool,
     /// Each worker's latest progress.
     progress: Vec<Option<Progress>>,
     /// The run failed (or was cancelled): later messages about it are dropped.
@@ -128,6 +138,8 @@ impl Pool {
             tensor: tensor.clone(),
             settings,
             of: 1,
+            columns: false,
+            stopping: false,
             progress: vec![None],
             over: false,
         });
@@ -155,7 +167,22 @@ impl Pool {
     /// Ends the pass of every worker of the run after its current step; the lead reports the
     /// estimate over all of them.
     pub fn stop_early(&self) {
-        let of = self.inner.borrow().current.as_ref().map_or(1, |c| c.of) as usize;
+        let of = {
+            let mut inner = self.inner.borrow_mut();
+            match inner.current.as_mut() {
+                Some(c) => {
+                    c.stopping = true;
+                    // Split by columns, the lead stops at the bands' last common checkpoint; they
+                    // run on until it has one, then are cancelled.
+                    if c.columns {
+                        1
+                    } else {
+                        c.of as usize
+                    }
+                }
+                None => 1,
+            }
+        };
         let clients: Vec<WorkerClient> = self.inner.borrow().clients.iter().take(of).cloned().collect();
         for c in clients {
             c.send(Request::StopEarly, Vec::new());
@@ -220,7 +247,10 @@ impl Pool {
             return;
         }
         match response {
-            Response::Split { tensor, of } if index == 0 => self.split(run, tensor, of),
+            Response::Split { tensor, of, columns } if index == 0 => self.split(run, tensor, of, columns),
+            Response::BandPart { step, frobenius } if index > 0 => {
+                self.client(0).send(Request::BandPart { run, share: index as u32, step, frobenius }, Vec::new());
+            }
             Response::Partial => {
                 if let Some(bytes) = bytes {
                     self.client(0).send_bytes(Request::Absorb { run, share: index as u32 }, bytes);
@@ -233,7 +263,7 @@ impl Pool {
                     if let Some(slot) = c.progress.get_mut(index) {
                         *slot = Some(p);
                     }
-                    combine(&c.progress)
+                    combine(&c.progress, c.columns)
                 };
                 if let Some(p) = combined {
                     self.emit(Envelope { run, response: Response::Progress(p) });
@@ -241,17 +271,39 @@ impl Pool {
             }
             Response::Failed { message } => self.fail(run, message, false),
             Response::GpuFailed { message } if index == 0 => self.rerun_on_cpu(run, message),
+            Response::Done(report) if index == 0 => {
+                self.cancel_bands(run);
+                self.emit(Envelope { run, response: Response::Done(report) });
+            }
             other if index == 0 => self.emit(Envelope { run, response: other }),
             _ => {}
         }
     }
 
-    /// The lead split the pass: give workers 1..of their shares.
-    fn split(&self, run: u64, tensor: String, of: u32) {
+    /// A pass split by columns stopped at a checkpoint (*Stop here*): its result is in, so the
+    /// bands still running are cancelled (their partials are not needed).
+    fn cancel_bands(&self, run: u64) {
+        let bands: Vec<WorkerClient> = {
+            let inner = self.inner.borrow();
+            match inner.current.as_ref() {
+                Some(c) if c.run == run && c.columns && c.stopping => {
+                    inner.clients.iter().take(c.of as usize).skip(1).cloned().collect()
+                }
+                _ => Vec::new(),
+            }
+        };
+        for c in bands {
+            c.cancel(run);
+        }
+    }
+
+    /// The lead split the pass: give workers 1..of their shares (by columns or by rows).
+    fn split(&self, run: u64, tensor: String, of: u32, columns: bool) {
         let Some((source, files, settings)) = ({
             let mut inner = self.inner.borrow_mut();
             inner.current.as_mut().map(|c| {
                 c.of = of;
+                c.columns = columns;
                 c.progress.resize(of as usize, None);
                 (c.source.clone(), c.files.clone(), c.settings)
             })
@@ -259,7 +311,8 @@ impl Pool {
             return;
         };
         for index in 1..of {
-            let Some(share) = Share::new(index, of) else { continue };
+            let share = if columns { Share::columns(index, of) } else { Share::new(index, of) };
+            let Some(share) = share else { continue };
             let crash = settings.crash.filter(|c| index + 1 == of && c.kind != CrashKind::GpuLost);
             let settings = RunSettings { crash, ..settings };
             let request = Request::Share { run, source: source.clone(), tensor: tensor.clone(), share, settings };
@@ -268,14 +321,15 @@ impl Pool {
     }
 }
 
-/// The progress shown for a split pass: rows seen summed over the workers, the mean of their
-/// fractions (each of its own work), and the lead's phase and running ε.
-fn combine(progress: &[Option<Progress>]) -> Option<Progress> {
+/// The progress shown for a split pass: rows seen summed over the workers (split by columns,
+/// where each reads every row, the lead's), the mean of their fractions (each of its own work),
+/// and the lead's phase and running ε.
+fn combine(progress: &[Option<Progress>], columns: bool) -> Option<Progress> {
     let lead = progress.first()?.clone()?;
     if progress.len() == 1 {
         return Some(lead);
     }
-    let rows_seen = progress.iter().flatten().map(|p| p.rows_seen).sum();
+    let rows_seen = if columns { lead.rows_seen } else { progress.iter().flatten().map(|p| p.rows_seen).sum() };
     let fraction = progress.iter().map(|p| p.as_ref().map_or(0.0, |p| p.fraction)).sum::<f64>() / progress.len() as f64;
     Some(Progress { rows_seen, fraction, ..lead })
 }

@@ -10,7 +10,7 @@ use crate::pass::gpu::GpuChoice;
 use crate::pass::kernel::Precision;
 use crate::read::matrix::Query;
 
-use crate::pass::shares::Share;
+use crate::pass::shares::{Share, Split};
 use crate::result::report::Report;
 use crate::run::analysis::{AnalysisConfig, Progress};
 use crate::run::job::Opened;
@@ -48,6 +48,9 @@ pub struct RunSettings {
     /// Test hook (`?crash_after_rows=N`, `?crash=oom`): fail this way once this many rows were seen.
     #[serde(default)]
     pub crash: Option<TestCrash>,
+    /// How the pool splits the pass (`?split=rows|columns`; default by the width, `shares::choose_split`).
+    #[serde(default)]
+    pub split: Split,
 }
 
 /// A deliberate failure inside a worker, to show the page recovers.
@@ -120,7 +123,12 @@ pub enum Request {
     },
     /// To the lead: the partial of share `share` of run `run`, as the `bytes` next to this message.
     Absorb { run: u64, share: u32 },
-    /// Finish the current step and report the estimate so far (a helper posts its partial so far).
+    /// To the lead of a pass split by columns: band `share`'s part of ‖G‖²_F at checkpoint `step`
+    /// ([`Response::BandPart`]), for the running estimate.
+    BandPart { run: u64, share: u32, step: u64, frobenius: f64 },
+    /// Finish the current step and report the estimate so far (a helper split by rows posts its
+    /// partial so far; a pass split by columns stops at its bands' last common checkpoint, so the
+    /// page sends this to the lead alone).
     StopEarly,
     /// Stop run `run` at its next step and post nothing more about it; the worker acknowledges at
     /// once with [`Response::Cancelled`] (the page replaces a worker that does not, e.g. one stuck
@@ -166,11 +174,19 @@ pub enum Response {
     GpuFailed {
         message: String,
     },
-    /// The lead split the pass over `of` workers: the page sends shares 1..of of `tensor` to the
-    /// others.
+    /// The lead split the pass over `of` workers, by columns or by rows: the page sends shares
+    /// 1..of of `tensor` to the others.
     Split {
         tensor: String,
         of: u32,
+        #[serde(default)]
+        columns: bool,
+    },
+    /// A helper of a pass split by columns reached checkpoint `step` with `frobenius` as its
+    /// band's part of ‖G‖²_F (`pass::bands`): the page forwards it to the lead.
+    BandPart {
+        step: u64,
+        frobenius: f64,
     },
     /// A helper's share is done (or stopped early): its `PassPartial` is the `bytes` next to this
     /// message, for the lead.

@@ -9,11 +9,14 @@ use super::bench::wasm_memory_bytes;
 use super::crash::{crash_if_asked, gpu_loss_asked};
 use super::pacer::{now_ms, sleep_ms, yield_task, Pacer};
 use super::sources::open_sources;
-use super::{cache_gpu, cached_gpu, keep_matrix, matrix_of, post, post_bytes, stop_early_asked, take_partial};
+use super::{
+    cache_gpu, cached_gpu, keep_matrix, matrix_of, post, post_bytes, stop_early_asked, take_band_parts, take_partial,
+};
 use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
+use crate::pass::accumulate::Route;
 use crate::pass::gpu::{GpuChoice, GpuContext};
-use crate::pass::shares::{shares_for, PassPartial, Share};
+use crate::pass::shares::{choose_split, PassPartial, Share, WORKER_MEMORY_LIMIT};
 use crate::read::locate::LocateError;
 use crate::run::analysis::Phase;
 use crate::run::job::{Job, JobOptions, Opened};
@@ -142,12 +145,22 @@ pub(super) async fn analyze(
     if let Some(gpu) = &gpu {
         job.set_gpu(gpu.clone());
     }
-    // The pass is split only as far as the accumulators fit the memory budget (`pass`); a GPU pass
-    // is the lead's alone.
-    let of = if gpu.is_some() { 1 } else { shares_for(workers, job.accumulator_bytes()) };
+    // By rows as far as whole accumulators fit the memory budget, else (and from d = 8192) by
+    // columns where the lead can assemble G (`shares::choose_split`); a GPU pass is the lead's alone.
+    let gram = job.route() == Route::Gram;
+    let limit = Some(WORKER_MEMORY_LIMIT);
+    let (of, columns) = if gpu.is_some() {
+        (1, false)
+    } else {
+        choose_split(settings.split, workers, job.accumulator_bytes(), gram, limit)
+    };
     if of > 1 {
-        job.split(of);
-        post(run, Response::Split { tensor: chosen, of });
+        if columns {
+            job.split_columns(of);
+        } else {
+            job.split(of);
+        }
+        post(run, Response::Split { tensor: chosen, of, columns });
     }
     let mut estimate_posted = false;
     if traffic.is_some() {
@@ -162,8 +175,14 @@ pub(super) async fn analyze(
         if job.step().map_err(pass_error)? {
             break;
         }
-        if stop_early_asked() {
-            job.stop();
+        // Split by columns: the bands' parts of ‖G‖²_F at their checkpoints (the running ε).
+        job.note_checkpoint();
+        for (band, step, part) in take_band_parts(run) {
+            job.take_band_part(band, step, part).map_err(|e| e.to_string())?;
+        }
+        // Split by columns, the lead stops at the bands' last common checkpoint, and steps on
+        // until there is one (`Job::stop`).
+        if stop_early_asked() && job.stop() {
             break;
         }
         // The GPU's queue is kept short (memory), without blocking the worker. Messages get in
@@ -175,8 +194,7 @@ pub(super) async fn analyze(
         if pacer.superseded() {
             return Ok(());
         }
-        if stop_early_asked() {
-            job.stop();
+        if stop_early_asked() && job.stop() {
             break;
         }
         // The first running ε goes on screen as soon as the pass has one, not at the next tick.
@@ -188,8 +206,7 @@ pub(super) async fn analyze(
             if pacer.superseded() {
                 return Ok(());
             }
-            if stop_early_asked() {
-                job.stop();
+            if stop_early_asked() && job.stop() {
                 break;
             }
             let mut progress = job.progress();
@@ -209,8 +226,11 @@ pub(super) async fn analyze(
             return Ok(());
         }
     }
-    // The helpers post their partials when their shares end (or on "stop here", sent to all).
-    for share in 1..of {
+    // The helpers post their partials when their shares end (or, split by rows, on "stop here").
+    // Stopped at a checkpoint of a split by columns, the result is that estimate: the page cancels
+    // the bands.
+    let partials = if job.stopped_at_estimate() { 1 } else { of };
+    for share in 1..partials {
         loop {
             if let Some(bytes) = take_partial(run, share) {
                 let partial = PassPartial::from_bytes(&bytes).map_err(|e| e.to_string())?;
@@ -294,6 +314,9 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
     while analysis.phase() != Phase::Done {
         ahead.before_step(|n| (analysis.file(), analysis.upcoming_reads(n))).await;
         analysis.step().map_err(|e| e.to_string())?;
+        if let Some((step, frobenius)) = analysis.band_part() {
+            post(run, Response::BandPart { step, frobenius });
+        }
         if stop_early_asked() {
             break;
         }

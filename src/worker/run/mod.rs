@@ -47,6 +47,9 @@ struct State {
     /// yet absorbed. Kept as JavaScript bytes until taken in: the lead may hold several while its
     /// own share ends, and wasm memory, once grown, never shrinks.
     partials: Vec<(u64, u32, js_sys::Uint8Array)>,
+    /// Bands' parts of ‖G‖²_F at their checkpoints (run, band, step, part), forwarded to this lead
+    /// of a pass split by columns and not yet taken in.
+    band_parts: Vec<(u64, u32, u64, f64)>,
     /// The GPU device of earlier runs, with the choice it was acquired for (asking the browser for
     /// an adapter again each run costs a round trip); dropped when it fails.
     gpu: Option<(GpuChoice, Rc<GpuContext>)>,
@@ -125,8 +128,18 @@ fn take_partial(run: u64, share: u32) -> Option<Vec<u8>> {
     })
 }
 
+/// The bands' parts of run `run` received since the last call (those of other runs are dropped).
+fn take_band_parts(run: u64) -> Vec<(u32, u64, f64)> {
+    with_state(|s| {
+        s.band_parts.drain(..).filter(|p| p.0 == run).map(|(_, band, step, part)| (band, step, part)).collect()
+    })
+}
+
 fn drop_partials() {
-    with_state(|s| s.partials.clear());
+    with_state(|s| {
+        s.partials.clear();
+        s.band_parts.clear();
+    });
 }
 
 /// The device acquired earlier for `choice`, if any.
@@ -243,6 +256,9 @@ fn dispatch(request: Request, data: &JsValue) {
                     post(run, Response::Failed { message });
                 }
             });
+        }
+        Request::BandPart { run, share, step, frobenius } => {
+            with_state(|s| s.band_parts.push((run, share, step, frobenius)));
         }
         Request::Absorb { run, share } => {
             let bytes = Reflect::get(data, &"bytes".into()).ok().and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok());
