@@ -132,6 +132,18 @@ say "results"
 python3 scripts/bench/table.py "$RESULTS" "$ROWS" "$DIM"
 
 if [ "$BROWSER" = 1 ]; then
+  # The wasm kernels alone, per worker, against the f32x4 peak: tests/wasm_browser.rs's benchmarks,
+  # which the test command leaves out (#[ignore]).
+  say "the wasm kernels in headless Chromium (plain, then relaxed-SIMD build)"
+  for features in "" relaxed-simd; do
+    WASM_BINDGEN_TEST_TIMEOUT=600 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+    CHROMEDRIVER=/usr/bin/chromedriver \
+      cargo test --release --target wasm32-unknown-unknown ${features:+--features "$features"} --test wasm_browser \
+      -- --include-ignored bench_ --nocapture 2>&1 | grep '^BENCH' || echo "(the kernel benchmark printed nothing)"
+  done
+fi
+
+if [ "$BROWSER" = 1 ]; then
   # Reading, not arithmetic: a narrow matrix (32 KiB per 64-row block) and a 10 GiB tensor of zero
   # rows (every row dropped, so the page refuses it once it has read it all).
   say "the page's read rate: 2,000,000×256 bf16 (1 worker); a 10 GiB all-zero tensor refused ($CORES workers)"

@@ -1,8 +1,8 @@
 //! What only wasm in a real browser shows: the simd128 kernels against the portable ones, the
 //! relaxed-SIMD f32 kernel against the plain one (run with `--features relaxed-simd`), the `Blob`
-//! source read with `FileReaderSync` inside a dedicated worker, and a kernel benchmark that prints
-//! speeds (never asserts times). Run by `scripts/test.sh` in headless Chromium, with and without the
-//! relaxed-simd feature.
+//! source read with `FileReaderSync` inside a dedicated worker. Run by `scripts/test.sh` in headless
+//! Chromium, with and without the relaxed-simd feature. Two kernel benchmarks that print speeds
+//! (never assert times) are `#[ignore]`d there and run by `scripts/bench.sh`.
 #![cfg(target_arch = "wasm32")]
 
 use orthoscope::fixtures::synth;
@@ -268,7 +268,9 @@ fn now() -> f64 {
 }
 
 /// Prints GFLOP/s of both kernels and their ratio. Numbers only: never a timed assertion.
+/// A benchmark, so out of the test command: `scripts/bench.sh` runs it (`--include-ignored`).
 #[wasm_bindgen_test]
+#[ignore = "benchmark: scripts/bench.sh runs it"]
 fn bench_kernels_print_ratios() {
     for (dim, rows) in [(1024, 1024), (4096, 384)] {
         bench_at(dim, rows);
@@ -288,7 +290,9 @@ async fn sleep_ms(ms: i32) {
 /// Prints the f32 Gram kernel this build dispatches to (relaxed or plain), the f64 one and the peak
 /// f32x4 loops, in GFLOP/s. Short warm-up calls first, then a pause so V8's optimised code is in
 /// place before the timed calls (a running call never switches to it). Never a timed assertion.
+/// A benchmark, so out of the test command: `scripts/bench.sh` runs it (`--include-ignored`).
 #[wasm_bindgen_test]
+#[ignore = "benchmark: scripts/bench.sh runs it"]
 async fn bench_f32_kernel_against_the_peak() {
     bench::set_clock(now);
     for _ in 0..2 {

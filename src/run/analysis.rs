@@ -187,6 +187,9 @@ pub struct Analysis {
     stopped_at: Option<Snapshot>,
     /// Steps of the pass taken (a split by columns has its checkpoints at fixed steps).
     pass_steps: u64,
+    /// A band's last part of ‖G‖²_F and the rows in G it covers: while no row enters G (zero or
+    /// skipped rows) the part is unchanged, and a checkpoint need not stream the band again.
+    band_part_at: Option<(u64, f64)>,
     /// The lead of a pass split by columns: the bands' checkpoints (`pass::bands`).
     bands: Option<BandTally>,
 }
@@ -352,6 +355,7 @@ impl Analysis {
             within_measured: None,
             stopped_at: None,
             pass_steps: 0,
+            band_part_at: None,
             bands: None,
             tensor,
             config,
@@ -381,15 +385,21 @@ impl Analysis {
 
     /// After a step of a pass split by columns that ends at a checkpoint (`bands::is_checkpoint`):
     /// the step and this band's part of ‖G‖²_F, for the lead's running estimate. Streams the band
-    /// once; call once per step. None at other steps, and for a pass not split by columns.
-    pub fn band_part(&self) -> Option<(u64, f64)> {
+    /// once, unless no row entered G since the last checkpoint (then the part is the same number:
+    /// a file of zero rows costs no streaming). None at other steps, and for a pass not split by
+    /// columns.
+    pub fn band_part(&mut self) -> Option<(u64, f64)> {
         if !self.share.columns || self.share.of < 2 || self.phase != Phase::Pass || !is_checkpoint(self.pass_steps) {
             return None;
         }
-        match &self.gram {
-            PairAccumulator::Gram(g) => Some((self.pass_steps, g.frobenius_so_far())),
-            PairAccumulator::Rows(_) => None,
-        }
+        let PairAccumulator::Gram(g) = &self.gram else { return None };
+        let rows = self.gram.rows_in_sums();
+        let part = match self.band_part_at {
+            Some((at, part)) if at == rows => part,
+            _ => g.frobenius_so_far(),
+        };
+        self.band_part_at = Some((rows, part));
+        Some((self.pass_steps, part))
     }
 
     /// The lead of a pass split by columns records its own state at a checkpoint
