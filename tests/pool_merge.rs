@@ -303,6 +303,48 @@ fn a_split_by_columns_estimates_at_its_bands_checkpoints_what_one_pass_estimates
     }
 }
 
+/// Split by columns, a lead whose own band is done before a slower band keeps following that
+/// band's checkpoints, and *Stop here* while it waits (`Job::stop_while_waiting`, as the page's
+/// lead calls it) gives the estimate at their last common checkpoint, not a wait for the partial.
+#[test]
+fn a_lead_done_before_its_slower_band_estimates_and_stops_at_their_last_common_checkpoint() {
+    let (rows, dim) = (6000, 72);
+    let file = model(rows, dim, 5);
+    let config = AnalysisConfig { block_rows: 16, ..AnalysisConfig::default() };
+    let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", file.clone()));
+    let (mut lead, _) = Job::open(vec![source], None, config.clone()).unwrap();
+    lead.split_columns(2);
+    while !lead.step().unwrap() {
+        lead.note_checkpoint();
+    }
+    assert!(!lead.has_estimate(), "no checkpoint of the other band yet");
+    assert!(!lead.stop_while_waiting(), "nothing to stop at yet");
+    let mut helper = analysis(&file, config.clone());
+    helper.set_share(Share::columns(1, 2).unwrap());
+    let mut whole = analysis(&file, config.clone());
+    // The slower band gets as far as its sixth checkpoint (1, 2, 4, 8, 16, 24).
+    let (mut last, mut seen) = (None, 0);
+    while seen < 6 {
+        helper.step().unwrap();
+        whole.step().unwrap();
+        if let Some((step, part)) = helper.band_part() {
+            lead.take_band_part(1, step, part).unwrap();
+            last = Some((step, whole.progress()));
+            seen += 1;
+        }
+    }
+    let (step, one) = last.unwrap();
+    assert_eq!(step, 24);
+    let mine = lead.progress();
+    assert_eq!(mine.rows_seen, one.rows_seen);
+    assert!(close(mine.epsilon.unwrap(), one.epsilon.unwrap(), 1e-12));
+    assert!(lead.stop_while_waiting() && lead.stopped_at_estimate());
+    let report = lead.report(0.0).unwrap();
+    assert!(!report.exact && report.epsilon_ci.is_some());
+    assert_eq!(report.rows_seen, one.rows_seen);
+    assert!(close(report.epsilon, one.epsilon.unwrap(), 1e-12));
+}
+
 #[test]
 fn a_partial_of_another_width_or_a_block_counted_twice_is_refused() {
     let file = model(600, 32, 2);

@@ -299,6 +299,18 @@ impl Job {
         true
     }
 
+    /// *Stop here* while the lead of a pass split by columns, its own band done, waits for slower
+    /// bands: true when it stopped at their last common checkpoint ([`Analysis::stop_at_checkpoint`];
+    /// the helpers' partials are then not taken in); false, nothing changed, before there is one
+    /// or where the pass is not so split.
+    pub fn stop_while_waiting(&mut self) -> bool {
+        if self.embedding.stop_at_checkpoint() && self.embedding.stopped_at_estimate() {
+            self.stopped = true;
+            return true;
+        }
+        false
+    }
+
     /// Whether the embedding's result is its estimate at a checkpoint of a split by columns (or a
     /// GPU read-back): the helpers' partials are then not taken in.
     pub fn stopped_at_estimate(&self) -> bool {

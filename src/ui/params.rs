@@ -7,8 +7,9 @@
 //! not a fallback adapter, if the browser offers one); `?split=rows|columns` forces how the pool
 //! shares the pass (default: by rows, by columns from d = 8192 or where whole Gram matrices do not
 //! fit the memory budget); `?crash_after_rows=N` (with `?crash=oom` for
-//! an out-of-memory instead of a panic, `?crash=gpu-lost` for a lost GPU device) is a test hook of
-//! the end-to-end tests' build only (cargo feature `test-hooks`).
+//! an out-of-memory instead of a panic, `?crash=gpu-lost` for a lost GPU device, `?crash=slow-band`
+//! for a helper that lags behind) is a test hook of the end-to-end tests' build only (cargo feature
+//! `test-hooks`).
 
 use web_sys::UrlSearchParams;
 
@@ -109,6 +110,7 @@ fn test_crash(get: &dyn Fn(&str) -> Option<String>) -> Option<TestCrash> {
         kind: match get("crash").as_deref().map(str::trim) {
             Some("oom") => CrashKind::OutOfMemory,
             Some("gpu-lost") => CrashKind::GpuLost,
+            Some("slow-band") => CrashKind::SlowBand,
             _ => CrashKind::Panic,
         },
     })

@@ -71,6 +71,10 @@ pub enum CrashKind {
     /// The GPU device is destroyed mid-pass (`?crash=gpu-lost`), as a driver reset would lose it:
     /// the pass must finish on the CPU, exact, with a message.
     GpuLost,
+    /// Not a failure: a straggler (`?crash=slow-band`). The helper pauses after each step
+    /// (`crash::helper_pause_ms`), so that the lead of a split by columns ends its own band first
+    /// and waits for it.
+    SlowBand,
 }
 
 impl RunSettings {

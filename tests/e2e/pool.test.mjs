@@ -165,6 +165,38 @@ test("?split=columns: every worker reads every row and sums a band of G; the ε 
   } finally { await b.close(); }
 });
 
+test("?split=columns with a lagging band: the lead, its own band done, follows the slower band's checkpoints, and Stop here then gives their last common estimate without waiting for the band", async () => {
+  const path = BIG();
+  const want = cliReport(path, "--threads", "2", "--split", "columns");
+  // `crash=slow-band` (test build only): the helper pauses 40 ms after each of its ~500 steps, so
+  // it needs 20 s or more, while the lead's own band takes a few seconds.
+  const b = await openApp(server, "?workers=2&split=columns&kernel=simd128&crash_after_rows=0&crash=slow-band");
+  try {
+    const before = await currentRun(b.page);
+    await b.page.setInputFiles('[data-testid="file-input"]', path);
+    // Past 20,000 rows of the common checkpoints the helper has paused ≥ 12 s: the lead is done
+    // and waiting, and only the helper's checkpoints move the ε on screen.
+    await b.page.waitForFunction(() => {
+      const m = document.querySelector('[data-testid="running-epsilon"]')?.textContent.match(/after ([\d,]+) of/);
+      return m && Number(m[1].replace(/,/g, "")) >= 20000;
+    }, null, { timeout: 120_000, polling: 50 });
+    await b.page.click('[data-testid="stop-early"]');
+    const s = await finalReport(b.page, 60_000, before);
+    assert.equal(s.status, "done", s.text);
+    // Not the exact result the lead would have waited for.
+    assert.equal(s.report.exact, false);
+    assert.equal(s.report.workers, 2);
+    assert.ok(s.report.rows_seen >= 20000 && s.report.rows_seen < 32000, `${s.report.rows_seen} rows seen`);
+    const [lo, hi] = s.report.epsilon_ci;
+    assert.ok(lo < s.report.epsilon && s.report.epsilon < hi);
+    assert.ok(lo - 0.01 < want.epsilon && want.epsilon < hi + 0.01, `[${lo}, ${hi}] against the exact ${want.epsilon}`);
+    const small = await analyseFiles(b.page, SMALL());
+    assert.equal(small.status, "done", small.text);
+    assert.equal(small.report.exact, true);
+    assertClean(b);
+  } finally { await b.close(); }
+});
+
 test("d = 8192 (a 70B model's width): both workers share the pass and the geometry comes after, equal to the CLI's", async () => {
   // 9000×8192 bf16 (147 MB): from d = 8192 the pool splits by columns (a band of the 268 MB
   // f64 Gram triangle per worker, placed into one G by the lead).

@@ -6,11 +6,12 @@ use std::rc::Rc;
 use web_sys::File;
 
 use super::bench::wasm_memory_bytes;
-use super::crash::{crash_if_asked, gpu_loss_asked};
+use super::crash::{crash_if_asked, gpu_loss_asked, helper_pause_ms};
 use super::pacer::{now_ms, sleep_ms, yield_task, Pacer};
 use super::sources::open_sources;
 use super::{
-    cache_gpu, cached_gpu, keep_matrix, matrix_of, post, post_bytes, stop_early_asked, take_band_parts, take_partial,
+    cache_gpu, cached_gpu, keep_matrix, matrix_of, partials_waiting, post, post_bytes, stop_early_asked,
+    take_band_parts, take_partial,
 };
 use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
@@ -226,6 +227,28 @@ pub(super) async fn analyze(
             return Ok(());
         }
     }
+    // Split by columns, a lead whose own band is done waits for slower bands: their checkpoints
+    // still move the running ε, and *Stop here* takes the last one. Their partials are taken in
+    // only once all have come, since a band placed into G ends the bands' running estimate.
+    if columns && of > 1 && !job.stopped_at_estimate() {
+        while partials_waiting(run) + 1 < of as usize {
+            for (band, step, part) in take_band_parts(run) {
+                job.take_band_part(band, step, part).map_err(|e| e.to_string())?;
+            }
+            if stop_early_asked() && job.stop_while_waiting() {
+                break;
+            }
+            if pacer.progress_due(false) {
+                let mut progress = job.progress();
+                progress.bytes_fetched = bytes_fetched();
+                post(run, Response::Progress(progress));
+            }
+            sleep_ms(WAIT_PARTIALS_MS).await;
+            if pacer.superseded() {
+                return Ok(());
+            }
+        }
+    }
     // The helpers post their partials when their shares end (or, split by rows, on "stop here").
     // Stopped at a checkpoint of a split by columns, the result is that estimate: the page cancels
     // the bands.
@@ -316,6 +339,9 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
         analysis.step().map_err(|e| e.to_string())?;
         if let Some((step, frobenius)) = analysis.band_part() {
             post(run, Response::BandPart { step, frobenius });
+        }
+        if let Some(ms) = helper_pause_ms(settings.crash) {
+            sleep_ms(ms).await;
         }
         if stop_early_asked() {
             break;

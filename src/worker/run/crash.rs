@@ -1,7 +1,8 @@
 //! A test hook, not a feature: the deliberate failure behind `?crash_after_rows=N` (and
-//! `?crash=oom`), so the end-to-end tests can show the page recovers from a worker that dies.
-//! Compiled only with the cargo feature `test-hooks` (the end-to-end tests' build): a shared link
-//! can never crash a reader's tab. Without it, this does nothing.
+//! `?crash=oom`, `?crash=gpu-lost`, `?crash=slow-band`), so the end-to-end tests can show the page
+//! recovers from a worker that dies, a lost GPU or a lagging helper. Compiled only with the cargo
+//! feature `test-hooks` (the end-to-end tests' build): a shared link can never crash a reader's
+//! tab. Without it, this does nothing.
 
 #[cfg(feature = "test-hooks")]
 use crate::worker::protocol::CrashKind;
@@ -15,6 +16,19 @@ pub(super) fn crash_if_asked(_crash: Option<TestCrash>, _rows_seen: u64) {}
 #[cfg(not(feature = "test-hooks"))]
 pub(super) fn gpu_loss_asked(_crash: Option<TestCrash>, _rows_seen: u64) -> bool {
     false
+}
+
+/// The release build has no straggler.
+#[cfg(not(feature = "test-hooks"))]
+pub(super) fn helper_pause_ms(_crash: Option<TestCrash>) -> Option<i32> {
+    None
+}
+
+/// How long `?crash=slow-band` has a helper pause after each step: enough that the lead of a
+/// split by columns ends its own band well before this one.
+#[cfg(feature = "test-hooks")]
+pub(super) fn helper_pause_ms(crash: Option<TestCrash>) -> Option<i32> {
+    crash.filter(|c| c.kind == CrashKind::SlowBand).map(|_| 40)
 }
 
 /// Whether `?crash=gpu-lost` asks the GPU device to be destroyed now (the caller does it, as a
@@ -44,7 +58,8 @@ pub(super) fn crash_if_asked(crash: Option<TestCrash>, rows_seen: u64) {
                 std::hint::black_box(&held);
             }
         }
-        // Not a crash of the worker: the analysis loop destroys its GPU device (`gpu_loss_asked`).
-        CrashKind::GpuLost => {}
+        // Not a crash of the worker: the analysis loop destroys its GPU device (`gpu_loss_asked`),
+        // or a helper lags (`helper_pause_ms`).
+        CrashKind::GpuLost | CrashKind::SlowBand => {}
     }
 }

@@ -128,6 +128,11 @@ fn take_partial(run: u64, share: u32) -> Option<Vec<u8>> {
     })
 }
 
+/// How many helpers' partials of run `run` have come and wait to be taken in.
+fn partials_waiting(run: u64) -> usize {
+    with_state(|s| s.partials.iter().filter(|&&(r, _, _)| r == run).count())
+}
+
 /// The bands' parts of run `run` received since the last call (those of other runs are dropped).
 fn take_band_parts(run: u64) -> Vec<(u32, u64, f64)> {
     with_state(|s| {
