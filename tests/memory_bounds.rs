@@ -3,9 +3,8 @@
 //! the same μ, σ and spectrum as the Gram route.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use orthoscope::explain::geometry::{self, GeometryTiming};
 use orthoscope::fixtures::corpus::corpus;
@@ -18,18 +17,34 @@ use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 use orthoscope::{Error, Report};
 
-/// Counts live heap bytes and their high-water mark.
+/// Counts the live heap bytes allocated by *this thread* and their high-water mark.
+///
+/// Per thread, because the test harness runs the other tests of this file on other threads at the
+/// same time: global counters would add their fixtures to whatever is being measured (CI's runner
+/// once saw 22 MB for a case that needs 2). `Job::run` works on the calling thread only, so the
+/// thread's own count is the whole of the work's.
 struct Counting;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(n: usize) {
-    let now = LIVE.fetch_add(n, Ordering::SeqCst) + n;
-    PEAK.fetch_max(now, Ordering::SeqCst);
+thread_local! {
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
 }
 
-// SAFETY: every call is forwarded to the system allocator unchanged; only counters are added.
+fn grew(n: usize) {
+    // `try_with`: the allocator is also called while a thread's locals are being torn down.
+    let _ = LIVE.try_with(|live| {
+        let now = live.get().saturating_add(isize::try_from(n).unwrap_or(isize::MAX));
+        live.set(now);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+    });
+}
+
+fn shrank(n: usize) {
+    let _ = LIVE.try_with(|live| live.set(live.get().saturating_sub(isize::try_from(n).unwrap_or(isize::MAX))));
+}
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only counters are added, and
+// the thread-locals are `const`-initialised `Cell`s, which never allocate.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(layout) };
@@ -47,7 +62,7 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
+        shrank(layout.size());
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
@@ -55,7 +70,7 @@ unsafe impl GlobalAlloc for Counting {
             if new_size >= layout.size() {
                 grew(new_size - layout.size());
             } else {
-                LIVE.fetch_sub(layout.size() - new_size, Ordering::SeqCst);
+                shrank(layout.size() - new_size);
             }
         }
         p
@@ -65,19 +80,16 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// One measurement at a time: the counters are global.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// The budget for any input whose embedding data is under 100 MB.
+/// The memory budget for any input whose embedding data is under 100 MB.
 const BUDGET: usize = 600_000_000;
 
-/// Runs `f` and returns its result and the peak bytes allocated above what was live before.
+/// Runs `f` and returns its result and the peak bytes this thread allocated above what it held before.
 fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let base = LIVE.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
+    let base = LIVE.with(Cell::get);
+    PEAK.with(|peak| peak.set(base));
     let out = f();
-    (out, PEAK.load(Ordering::SeqCst).saturating_sub(base))
+    let peak = PEAK.with(Cell::get);
+    (out, usize::try_from(peak.saturating_sub(base)).unwrap_or(0))
 }
 
 /// A file that is a header followed by `len − header` zero bytes never held in memory: what a
