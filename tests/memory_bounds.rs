@@ -10,10 +10,11 @@ use orthoscope::explain::geometry::{self, GeometryTiming};
 use orthoscope::fixtures::corpus::corpus;
 use orthoscope::fixtures::synth::{self, safetensors_bytes, TensorSpec};
 use orthoscope::pass::accumulate::{gram_bytes, route_for, rows_bytes, PairAccumulator, Route, RowPairs};
+use orthoscope::pass::shares::{PassPartial, Share};
 use orthoscope::pass::stats::GramMoments;
 use orthoscope::read::matrix::{normalise_row, RowFate};
 use orthoscope::read::source::{check_range, ByteSource, ReadError, SliceSource};
-use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::analysis::{AnalysisConfig, Phase};
 use orthoscope::run::job::Job;
 use orthoscope::{Error, Report};
 
@@ -348,4 +349,63 @@ fn the_route_is_the_one_that_holds_fewer_bytes() {
         };
         assert_eq!(acc.bytes() as u64, want, "{rows} × {dim}");
     }
+}
+
+/// A pass split by columns over two workers, as the page runs it, never holds G twice: a helper's
+/// pass holds its band and never the whole triangle (G is allocated by its first write, after the
+/// band is chosen), the lead's band grows into the whole G in place, and a helper's band sent apart
+/// (`PassPartial::into_frame`) is copied straight into it. So at d = 16384 (G is 1.07 GB) two
+/// workers fit 1.5 GB each. Measured over the pass, after the histogram's sample (whose pairs
+/// take ~34 MB at any width).
+#[test]
+fn a_split_by_columns_holds_g_once() {
+    let (rows, d) = (2100, 4096);
+    let values = synth::trained_like(rows, d, 6);
+    let bytes = safetensors_bytes(&[TensorSpec::matrix(
+        "model.embed_tokens.weight",
+        orthoscope::read::format::DType::BF16,
+        rows,
+        d,
+        &values,
+    )]);
+    let g = gram_bytes(d) as usize;
+    let config = AnalysisConfig::default();
+    // A share's analysis, stepped through the histogram's sample to its pass.
+    let share_at_its_pass = |index| {
+        let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", bytes.clone()));
+        let share = Share::columns(index, 2).expect("a share");
+        // Opened, a share holds no G yet, neither the whole nor its band.
+        let (opened, open_peak) =
+            peak_of(|| Job::open_share(vec![source], "model.embed_tokens.weight", config.clone(), share));
+        assert!(open_peak < g / 16, "opening share {index} allocated {open_peak} bytes, G is {g}");
+        let mut analysis = opened.expect("opens");
+        while analysis.phase() != Phase::Pass {
+            analysis.step().expect("steps");
+        }
+        analysis
+    };
+
+    let mut helper = share_at_its_pass(1);
+    let ((head, band), helper_peak) = peak_of(|| {
+        while helper.step().expect("steps") != Phase::Done {}
+        helper.into_partial().into_frame()
+    });
+    println!("helper of 2 bands, d = {d}: pass peak {helper_peak} bytes, G {g} bytes");
+    assert!(helper_peak < g * 3 / 4, "the helper's pass peaked at {helper_peak} bytes, G is {g}: more than its band");
+    // The message as the page carries it, read back outside the measurements.
+    let mut message = head;
+    message.extend(band.iter().flat_map(|v| v.to_le_bytes()));
+    drop(band);
+    let (partial, band) = PassPartial::from_frame(&message).expect("reads");
+
+    let mut lead = share_at_its_pass(0);
+    let ((), lead_peak) = peak_of(|| while lead.step().expect("steps") != Phase::Done {});
+    println!("lead of 2 bands: pass peak {lead_peak} bytes");
+    assert!(lead_peak < g + g / 8, "the lead's pass peaked at {lead_peak} bytes, G is {g}");
+    let (absorbed, absorb_peak) = peak_of(|| lead.absorb_from(&partial, Some(&band.as_slice())));
+    absorbed.expect("absorbs");
+    println!("lead taking in the helper's band: peak {absorb_peak} bytes");
+    assert!(absorb_peak < g / 32, "taking in a band allocated {absorb_peak} bytes, G is {g}");
+    let report = lead.report(0.0).expect("reports");
+    assert!(report.exact && report.rows_used == rows as u64);
 }

@@ -172,9 +172,79 @@ fn pooled_report_split(file: &[u8], config: &AnalysisConfig, of: u32, columns: b
         let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", file.to_vec()));
         let mut helper = Job::open_share(vec![source], &opened.chosen, config.clone(), share(i).unwrap()).unwrap();
         while helper.step().unwrap() != orthoscope::run::analysis::Phase::Done {}
-        job.absorb(&helper.into_partial()).unwrap();
+        // As the page sends it: one message, the band's values apart from the rest.
+        let (partial, band) = PassPartial::from_frame(&frame_bytes(helper.into_partial())).unwrap();
+        job.absorb_from(&partial, &band.as_slice()).unwrap();
     }
     job.report(0.0).unwrap()
+}
+
+/// A partial's message as a worker posts it ([`PassPartial::into_frame`]): the head, then the
+/// band's values as little-endian f64.
+fn frame_bytes(partial: PassPartial) -> Vec<u8> {
+    let (mut bytes, values) = partial.into_frame();
+    assert_eq!(bytes.len() % 8, 0, "the values start at a multiple of 8");
+    bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    bytes
+}
+
+/// A band sent apart from its partial (the page's message) is placed exactly as the band itself,
+/// bit for bit; a message cut short, a band with a value too many or too few, and values sent with
+/// a partial by rows are refused with a message, and the lead's sums are left as they were.
+#[test]
+fn a_band_sent_apart_is_placed_bit_for_bit_and_a_broken_message_is_refused() {
+    use orthoscope::pass::shares::PassError;
+    let (rows, dim) = (900, 96);
+    let file = model(rows, dim, 8);
+    for precision in [Precision::F32, Precision::F64] {
+        let config = AnalysisConfig { precision, ..AnalysisConfig::default() };
+        let lead = share_partial(&file, &config, Share::columns(0, 3).unwrap());
+        let helpers: Vec<PassPartial> =
+            (1..3).map(|i| share_partial(&file, &config, Share::columns(i, 3).unwrap())).collect();
+        let mut inline = lead.clone();
+        let mut apart = lead.clone();
+        for helper in &helpers {
+            inline.merge(helper).unwrap();
+            let bytes = frame_bytes(helper.clone());
+            let (partial, values) = PassPartial::from_frame(&bytes).unwrap();
+            assert!(!values.is_empty(), "{precision:?}: the band's values travel apart");
+            let PairAccumulator::Gram(g) = &partial.gram else { panic!("the Gram route") };
+            assert!(g.gram().values().is_empty(), "{precision:?}: and not in the partial");
+            apart.merge_from(&partial, Some(&values.as_slice())).unwrap();
+        }
+        assert_eq!(apart, inline, "{precision:?}: placed from apart, the same G bit for bit");
+        assert!(!apart.gram.is_band());
+
+        let bytes = frame_bytes(helpers[0].clone());
+        let before = lead.clone();
+        let mut target = lead.clone();
+        // Cut short by one value: the band no longer fills its panels.
+        let (p, v) = PassPartial::from_frame(&bytes[..bytes.len() - 8]).unwrap();
+        assert!(matches!(target.merge_from(&p, Some(&v.as_slice())), Err(PassError::Band(_))));
+        // Cut inside a value, inside the head, or with a length that runs past the message.
+        assert!(matches!(PassPartial::from_frame(&bytes[..bytes.len() - 3]), Err(PassError::Unreadable(_))));
+        assert!(matches!(PassPartial::from_frame(&bytes[..6]), Err(PassError::Unreadable(_))));
+        let mut long = bytes.clone();
+        long[..8].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+        assert!(matches!(PassPartial::from_frame(&long), Err(PassError::Unreadable(_))));
+        // A value too many.
+        let mut more = bytes.clone();
+        more.extend_from_slice(&1.0f64.to_le_bytes());
+        let (p, v) = PassPartial::from_frame(&more).unwrap();
+        assert!(matches!(target.merge_from(&p, Some(&v.as_slice())), Err(PassError::Band(_))));
+        assert_eq!(target, before, "{precision:?}: a refused band changes nothing");
+        // Values next to a partial by rows, which holds no band.
+        let by_rows = share_partial(&file, &config, Share::new(1, 2).unwrap());
+        let mut lead_rows = share_partial(&file, &config, Share::new(0, 2).unwrap());
+        assert!(matches!(lead_rows.merge_from(&by_rows, Some(&[1.0].as_slice())), Err(PassError::Band(_))));
+        // And a partial by rows in a message (no values) merges as itself.
+        let (p, v) = PassPartial::from_frame(&frame_bytes(by_rows.clone())).unwrap();
+        assert!(v.is_empty());
+        let mut whole = lead_rows.clone();
+        whole.merge(&by_rows).unwrap();
+        lead_rows.merge_from(&p, Some(&v.as_slice())).unwrap();
+        assert_eq!(lead_rows, whole);
+    }
 }
 
 #[test]

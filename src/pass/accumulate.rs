@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::pass::kernel::{self, Precision};
+use crate::pass::kernel::{self, BandValues, Precision};
 use crate::pass::stats::{GramMoments, Moments, RowCounts};
 use crate::read::matrix::RowFate;
 
@@ -247,9 +247,10 @@ impl PairAccumulator {
     }
 
     /// Takes in another share's band of G over the same rows ([`GramMoments::place_band`]).
-    pub fn place_band(&mut self, other: &PairAccumulator) -> Result<(), String> {
+    /// Its values come from `apart` when they were sent apart from the band.
+    pub fn place_band(&mut self, other: &PairAccumulator, apart: Option<&dyn BandValues>) -> Result<(), String> {
         match (self, other) {
-            (PairAccumulator::Gram(a), PairAccumulator::Gram(b)) => a.place_band(b),
+            (PairAccumulator::Gram(a), PairAccumulator::Gram(b)) => a.place_band_from(b, apart),
             _ => Err("a band of G came for a pass that sums pair cosines directly".into()),
         }
     }
@@ -336,6 +337,14 @@ impl PairAccumulator {
     pub fn flush(&mut self) {
         if let PairAccumulator::Gram(g) = self {
             g.flush();
+        }
+    }
+
+    /// A band's values, taken out to be sent apart ([`GramMoments::take_band_values`]).
+    pub fn take_band_values(&mut self) -> Vec<f64> {
+        match self {
+            PairAccumulator::Gram(g) => g.take_band_values(),
+            PairAccumulator::Rows(_) => Vec::new(),
         }
     }
 

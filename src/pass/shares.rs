@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::pass::accumulate::PairAccumulator;
+use crate::pass::kernel::BandValues;
 use crate::pass::stats::GramMoments;
 
 /// Memory all workers' accumulators may take together (≤ 600 MB at d = 8192, where one
@@ -149,9 +150,11 @@ pub const WORKER_MEMORY_LIMIT: u64 = 1_500_000_000;
 /// How a pass whose accumulator takes `accumulator_bytes` is split over up to `requested` workers,
 /// asked `split`: `(of, by_columns)`. Only a pass that sums G (`gram`; few rows sum pair cosines
 /// directly) has columns to share out. With `worker_limit` (the page), a split by columns that
-/// would take one worker past it is by rows instead: the lead assembling the bands holds the whole
-/// G, its own band and, while it takes one in, that band twice (its bytes and the partial read
-/// from them). At d = 16384 (G is 1.07 GB) that needs 8 bands or more to stay under 1.5 GB.
+/// would take one worker past it is by rows instead. The lead assembling the bands holds the whole
+/// G and nothing more of them: its own band is the first, which grows into G in place
+/// (`kernel::PackedGram::widen`), and the others are copied into G from the helpers' messages,
+/// where they arrive apart from the rest of the partial ([`PassPartial::into_frame`]). So at
+/// d = 16384 (G is 1.07 GB) even two workers stay under 1.5 GB each.
 pub fn choose_split(
     split: Split,
     requested: u32,
@@ -166,8 +169,7 @@ pub fn choose_split(
         Split::Rows => by_rows,
         Split::Columns => (requested.clamp(1, MAX_WORKERS), requested > 1),
     };
-    let lead_peak = accumulator_bytes.saturating_add(accumulator_bytes / u64::from(of.max(1)) * 3);
-    if columns && worker_limit.is_some_and(|limit| lead_peak > limit) {
+    if columns && worker_limit.is_some_and(|limit| accumulator_bytes > limit) {
         return by_rows;
     }
     (of, columns)
@@ -214,6 +216,12 @@ impl PassPartial {
 
     /// Adds another share's partial (over blocks disjoint from this one's).
     pub fn merge(&mut self, other: &PassPartial) -> Result<(), PassError> {
+        self.merge_from(other, None)
+    }
+
+    /// [`PassPartial::merge`], the band's values taken from `apart` when they came apart from it
+    /// ([`PassPartial::into_frame`]).
+    pub fn merge_from(&mut self, other: &PassPartial, apart: Option<&dyn BandValues>) -> Result<(), PassError> {
         // Same width is the invariant; the routes or precisions may differ (the accumulator's merge
         // folds them), and so may their sizes (a row route holds the rows it kept).
         if other.gram.dim() != self.gram.dim() {
@@ -221,13 +229,16 @@ impl PassPartial {
         }
         if other.gram.is_band() {
             // A split by columns: every share saw every block, so its band is placed, not added.
-            self.gram.place_band(&other.gram).map_err(PassError::Band)?;
+            self.gram.place_band(&other.gram, apart).map_err(PassError::Band)?;
             // Only the lead measures the within-block pairs (`analysis`); the blocks are alike.
             if other.within.2 > self.within.2 {
                 self.within = other.within;
             }
             self.blocks_seen = self.blocks_seen.max(other.blocks_seen);
             return Ok(());
+        }
+        if apart.is_some_and(|values| !values.is_empty()) {
+            return Err(PassError::Band("values came apart from a partial that holds no band".into()));
         }
         self.gram.merge(&other.gram);
         self.within = (self.within.0 + other.within.0, self.within.1 + other.within.1, self.within.2 + other.within.2);
@@ -244,6 +255,75 @@ impl PassPartial {
     /// Reads [`PassPartial::to_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<PassPartial, PassError> {
         postcard::from_bytes(bytes).map_err(|e| PassError::Unreadable(e.to_string()))
+    }
+
+    /// The partial as one worker message, in two parts: the `head` ([`Frame`]'s first fields)
+    /// and the values of its band of G, which follow the head in the message. A band of G is most of
+    /// a partial (537 MB at d = 16384 with two bands); sent apart, neither worker copies it within
+    /// its wasm memory, and the lead copies it from the message straight into its G.
+    pub fn into_frame(mut self) -> (Vec<u8>, Vec<f64>) {
+        let values = self.gram.take_band_values();
+        let meta = self.to_bytes();
+        let mut head = Vec::with_capacity(Frame::values_at(meta.len()));
+        head.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+        head.extend_from_slice(&meta);
+        head.resize(Frame::values_at(meta.len()), 0);
+        (head, values)
+    }
+
+    /// Reads a whole frame held in memory (natively, and in tests): the partial and its band's
+    /// values, to merge with [`PassPartial::merge_from`].
+    pub fn from_frame(bytes: &[u8]) -> Result<(PassPartial, Vec<f64>), PassError> {
+        let frame = Frame::read(bytes.get(..8).unwrap_or(bytes), bytes.len() as u64)?;
+        let partial = PassPartial::from_bytes(bytes.get(frame.meta.clone()).unwrap_or(&[]))?;
+        let values = bytes
+            .get(frame.values_at..)
+            .unwrap_or(&[])
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            .collect();
+        Ok((partial, values))
+    }
+}
+
+/// Where the parts of a partial's message lie ([`PassPartial::into_frame`]):
+/// the length `m` of the rest of the partial (u64, little-endian), that rest (postcard), zero
+/// bytes up to a multiple of 8, then the band's values (f64, little-endian; none for a partial
+/// by rows or a band that stayed zero).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Frame {
+    /// Bytes of the partial without its band's values.
+    pub meta: std::ops::Range<usize>,
+    /// Byte offset of the values: a multiple of 8, so they can be read as f64 in place.
+    pub values_at: usize,
+    /// How many values.
+    pub values: usize,
+}
+
+impl Frame {
+    fn values_at(meta_len: usize) -> usize {
+        (8 + meta_len).next_multiple_of(8)
+    }
+
+    /// The parts of a message of `total` bytes whose first 8 bytes are `first`: an error if they
+    /// do not fit it (a truncated or foreign message).
+    pub fn read(first: &[u8], total: u64) -> Result<Frame, PassError> {
+        let unreadable = |why: String| PassError::Unreadable(why);
+        let length: [u8; 8] =
+            first.try_into().map_err(|_| unreadable(format!("{total} bytes, too short for a partial")))?;
+        let meta_len = u64::from_le_bytes(length);
+        let values_at = meta_len.checked_add(15).map(|n| n / 8 * 8).filter(|&at| at <= total);
+        let (Some(values_at), Ok(meta_len)) = (values_at, usize::try_from(meta_len)) else {
+            return Err(unreadable(format!("a partial of {meta_len} bytes in a message of {total}")));
+        };
+        let rest = total - values_at;
+        if !rest.is_multiple_of(8) {
+            return Err(unreadable(format!("{rest} bytes of band values are not whole f64 values")));
+        }
+        let (Ok(values_at), Ok(values)) = (usize::try_from(values_at), usize::try_from(rest / 8)) else {
+            return Err(unreadable(format!("a message of {total} bytes")));
+        };
+        Ok(Frame { meta: 8..8 + meta_len, values_at, values })
     }
 }
 
@@ -294,9 +374,11 @@ mod tests {
         let page = Some(WORKER_MEMORY_LIMIT);
         assert_eq!(choose_split(Split::Auto, 2, g(8192), true, page), (2, true));
         assert_eq!(choose_split(Split::Auto, 16, g(4096), true, page), (16, true));
-        // d = 16384: two bands would take the lead to 2.7 GB; sixteen to 1.27 GB.
-        assert_eq!(choose_split(Split::Auto, 2, g(16384), true, page), (1, false));
+        // d = 16384: the lead holds G (1.07 GB) and no band beside it, however many bands.
+        assert_eq!(choose_split(Split::Auto, 2, g(16384), true, page), (2, true));
         assert_eq!(choose_split(Split::Auto, 16, g(16384), true, page), (16, true));
+        // A G past one worker's limit cannot be assembled by columns: by rows (here one worker).
+        assert_eq!(choose_split(Split::Auto, 2, g(16384), true, Some(g(16384) - 1)), (1, false));
         assert_eq!(choose_split(Split::Auto, 2, g(16384), true, None), (2, true), "natively, no limit");
         assert_eq!(choose_split(Split::Columns, 4, g(512), true, page), (4, true));
         assert_eq!(choose_split(Split::Columns, 4, g(512), false, page), (4, false), "few rows: no G");

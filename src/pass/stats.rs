@@ -282,16 +282,40 @@ impl GramMoments {
     /// The first band taken in widens this accumulator to the whole triangle. An error, and nothing
     /// changed, if the two are not bands of one pass.
     pub fn place_band(&mut self, other: &GramMoments) -> Result<(), String> {
+        self.place_band_from(other, None)
+    }
+
+    /// [`GramMoments::place_band`], the band's values taken from `apart` when they were sent
+    /// apart from it ([`kernel::BandValues`]; `other`'s own are then absent).
+    pub fn place_band_from(
+        &mut self,
+        other: &GramMoments,
+        apart: Option<&dyn kernel::BandValues>,
+    ) -> Result<(), String> {
         self.flush();
         if other.pending.rows > 0 {
+            if apart.is_some() {
+                return Err("a band of G came with rows not yet summed into it".into());
+            }
             let mut other = other.clone();
             other.flush();
-            return self.place_band(&other);
+            return self.place_band_from(&other, None);
+        }
+        let own = other.gram.values();
+        let values: &dyn kernel::BandValues = apart.unwrap_or(&own);
+        if !values.is_empty() && values.len() != other.gram.stored_len() {
+            return Err(format!(
+                "a band of G came with {} values where its panels hold {}",
+                values.len(),
+                other.gram.stored_len()
+            ));
         }
         if self.counts.seen == 0 && self.kernel_flops == 0.0 && self.dim == other.dim {
             // Nothing here yet (an empty partial to merge into): the band's sums are the pass's.
             let mut gram = PackedGram::new(self.dim);
-            gram.place(&other.gram);
+            if !gram.place_from(&other.gram, values) {
+                return Err("a band of G does not fit this pass's triangle".into());
+            }
             *self = GramMoments { gram, ..other.clone() };
             return Ok(());
         }
@@ -306,12 +330,14 @@ impl GramMoments {
                 other.counts.seen, other.dim, self.counts.seen, self.dim
             ));
         }
-        if self.is_band() {
-            let mut whole = PackedGram::new(self.dim);
-            whole.place(&self.gram);
-            self.gram = whole;
+        // Its layout is checked against an unallocated G first (no values are copied there), so
+        // that a band that does not fit changes nothing.
+        let mut whole = PackedGram::new(self.dim);
+        if !whole.place_from(&other.gram, &[].as_slice()) {
+            return Err("a band of G does not fit this pass's triangle".into());
         }
-        if !self.gram.place(&other.gram) {
+        self.gram.widen();
+        if !self.gram.place_from(&other.gram, values) {
             return Err("a band of G does not fit this pass's triangle".into());
         }
         self.kernel_flops += other.kernel_flops;
@@ -542,6 +568,16 @@ impl GramMoments {
     /// [`GramMoments::gram_entry`] for G), over the rows in G ([`GramMoments::flush`] first for all).
     pub fn gram(&self) -> &PackedGram {
         &self.gram
+    }
+
+    /// A band's values, taken out to be sent apart from the rest ([`PackedGram::take_values`]),
+    /// with every row waiting summed in first; nothing for a whole G, which stays where it is.
+    pub fn take_band_values(&mut self) -> Vec<f64> {
+        if !self.is_band() {
+            return Vec::new();
+        }
+        self.flush();
+        self.gram.take_values()
     }
 
     /// Adds another worker's partial sums over a disjoint set of rows. Accumulators with the same

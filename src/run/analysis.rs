@@ -26,7 +26,7 @@ use crate::pass::gpu::{
     GpuError,
 };
 use crate::pass::gpu::{GpuContext, GpuInfo};
-use crate::pass::kernel::{self, Precision, MAX_CHUNK_ROWS};
+use crate::pass::kernel::{self, BandValues, Precision, MAX_CHUNK_ROWS};
 use crate::pass::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
 use crate::pass::shares::{column_band, PassError, PassPartial, Share};
 use crate::pass::stats::{mean_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts};
@@ -476,12 +476,18 @@ impl Analysis {
     /// Takes in another worker's share of the same pass: the running estimate and the report then
     /// cover the union of the blocks.
     pub fn absorb(&mut self, partial: &PassPartial) -> Result<(), Error> {
+        self.absorb_from(partial, None)
+    }
+
+    /// [`Analysis::absorb`], the partial's band of G taken from `apart` when it came apart from it
+    /// ([`PassPartial::into_frame`]).
+    pub fn absorb_from(&mut self, partial: &PassPartial, apart: Option<&dyn BandValues>) -> Result<(), Error> {
         let mut mine = PassPartial {
             gram: std::mem::replace(&mut self.gram, PairAccumulator::Gram(GramMoments::new(0))),
             within: self.within,
             blocks_seen: self.blocks_seen,
         };
-        let merged = mine.merge(partial);
+        let merged = mine.merge_from(partial, apart);
         self.gram = mine.gram;
         self.within = mine.within;
         self.blocks_seen = mine.blocks_seen;
@@ -502,6 +508,10 @@ impl Analysis {
                 if self.phase != Phase::SamplePairs {
                     self.choose_precision();
                     self.start_gpu()?;
+                    // The sample's unit rows (2048 × d f32: 134 MB at d = 16384) have given the
+                    // histogram, the precision and the centre; freed before G is first written, so
+                    // that G can take their room.
+                    self.sample_units = Vec::new();
                 }
             }
             Phase::Pass if self.on_gpu() => self.step_pass_gpu()?,
@@ -593,6 +603,12 @@ impl Analysis {
             let decoded = self.read_rows(first, count)?;
             for _ in decoded..count {
                 self.sample_counts.record(RowFate::Zero);
+            }
+            if self.sample_read == 0 {
+                // Exactly the sample's rows: grown by doubling, the buffer would take twice their
+                // 134 MB at d = 16384, and wasm memory would keep every smaller buffer it outgrew.
+                let rows = usize::try_from(self.plan.sample_rows()).unwrap_or(0);
+                self.sample_units.reserve_exact(rows.saturating_mul(self.dim_padded));
             }
             for r in 0..decoded {
                 let at = self.sample_units.len();

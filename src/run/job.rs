@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::explain::geometry::{Geometry, GeometryError, GeometryTiming};
 use crate::pass::accumulate::{rows_within, Route};
 use crate::pass::gpu::GpuContext;
-use crate::pass::kernel::MAX_CHUNK_ROWS;
+use crate::pass::kernel::{BandValues, MAX_CHUNK_ROWS};
 use crate::pass::shares::{PassPartial, Share};
 use crate::read::format::set::{read_model_set, ModelSet};
 use crate::read::format::{ModelInfo, TensorInfo};
@@ -250,6 +250,11 @@ impl Job {
     /// Takes in another worker's share of the embedding's pass.
     pub fn absorb(&mut self, partial: &PassPartial) -> Result<(), Error> {
         self.embedding.absorb(partial)
+    }
+
+    /// [`Job::absorb`] of a partial whose band of G came apart from it (a worker's message).
+    pub fn absorb_from(&mut self, partial: &PassPartial, apart: &dyn BandValues) -> Result<(), Error> {
+        self.embedding.absorb_from(partial, Some(apart))
     }
 
     /// One bounded piece of work; true when the job is finished.

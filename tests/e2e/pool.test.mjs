@@ -187,10 +187,10 @@ test("?split=columns with a lagging band: the lead, its own band done, follows t
   } finally { await b.close(); }
 });
 
-test("d = 8192 (a 70B model's width): both workers share the pass and the geometry comes after, equal to the CLI's", async () => {
-  // 9000×8192 bf16 (147 MB): from d = 8192 the pool splits by columns (a band of the 268 MB
-  // f64 Gram triangle per worker, placed into one G by the lead).
-  const path = fixture("wide-9000x8192-bf16.safetensors", "--rows", "9000", "--dim", "8192", "--dtype", "BF16", "--seed", "21");
+/** A wide matrix analysed with both workers splitting it by columns, then its geometry, equal to
+ *  the CLI's; the lead's wasm memory stays under `maxWasm` bytes (it holds G once: the helper's
+ *  band arrives apart from its partial and is copied straight into G). */
+async function wideSplit(path, maxWasm) {
   const want = cliReport(path, "--threads", "2");
   // The plain simd128 build: its kernels are the CLI's portable ones bit for bit.
   const b = await openApp(server, "?workers=2&kernel=simd128");
@@ -199,8 +199,10 @@ test("d = 8192 (a 70B model's width): both workers share the pass and the geomet
     assert.equal(r.status, "done", r.text);
     assert.equal(r.report.workers, 2, "both workers ran the pass");
     assert.equal(r.report.exact, true);
-    assert.equal(r.report.rows_used, 9000);
+    assert.equal(r.report.rows_used, want.rows_used);
     assert.ok(Math.abs(r.report.epsilon - want.epsilon) <= 1e-9, `ε: page ${r.report.epsilon}, CLI ${want.epsilon}`);
+    const wasm = r.report.peak_wasm_bytes;
+    assert.ok(wasm > 0 && wasm < maxWasm, `the lead's wasm memory: ${wasm} bytes, over ${maxWasm}`);
     // The eigen step runs after the result is shown; wait for its Report.
     const t0 = Date.now();
     await b.page.waitForFunction(() => {
@@ -221,8 +223,23 @@ test("d = 8192 (a 70B model's width): both workers share the pass and the geomet
     assert.ok(Math.abs(g.participation_ratio - w.participation_ratio) <= 1e-9 * w.participation_ratio,
       `participation ratio: page ${g.participation_ratio}, CLI ${w.participation_ratio}`);
     assert.match(await b.page.textContent('[data-testid="report"]'), /participation ratio/);
-    console.log(`9000×8192 bf16, 2 workers: pass ${r.report.timing_ms.toFixed(0)} ms (Gram ${r.report.gram_gflops?.toFixed(1)} GFLOP/s per worker); ` +
+    console.log(`${want.rows}×${want.dim} bf16, 2 workers: pass ${r.report.timing_ms.toFixed(0)} ms (Gram ${r.report.gram_gflops?.toFixed(1)} GFLOP/s per worker, lead wasm ${(wasm / 1e6).toFixed(0)} MB); ` +
       `eigen step ${g.eigen_ms?.toFixed(0)} ms in the tab (shown ${waited} ms after the result), CLI ${w.eigen_ms?.toFixed(0)} ms`);
     assertClean(b);
   } finally { await b.close(); }
+}
+
+test("d = 8192 (a 70B model's width): both workers share the pass and the geometry comes after, equal to the CLI's", async () => {
+  // 9000×8192 bf16 (147 MB): from d = 8192 the pool splits by columns (a band of the 268 MB
+  // f64 Gram triangle per worker, placed into one G by the lead). The lead holds G, the
+  // histogram's sample and its pairs: under 600 MB (942 MB when it also held the band twice).
+  const path = fixture("wide-9000x8192-bf16.safetensors", "--rows", "9000", "--dim", "8192", "--dtype", "BF16", "--seed", "21");
+  await wideSplit(path, 600e6);
+});
+
+test("d = 16384, the widest: two workers share the pass within 1.5 GB of wasm memory each, and the geometry equals the CLI's", async () => {
+  // 8400×16384 bf16 (275 MB; the Gram route from V ≥ d/2): G is 1.07 GB, which the lead holds
+  // once, its own band grown in place and the helper's copied in from its message.
+  const path = fixture("wide-8400x16384-bf16.safetensors", "--rows", "8400", "--dim", "16384", "--dtype", "BF16", "--seed", "22");
+  await wideSplit(path, 1.5e9);
 });

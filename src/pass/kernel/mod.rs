@@ -118,6 +118,11 @@ pub fn padded_dim(dim: usize) -> usize {
 /// That is about d²/2 values, never the full square. A *band* ([`PackedGram::band`]) stores only a
 /// range of panels: a pass split by columns gives each worker one band of G and every row
 /// (`pass::shares::Share::columns`), and the bands are [`PackedGram::place`]d into one G.
+///
+/// The values are allocated by the first write ([`PackedGram::panel_mut`]), not when G is made:
+/// until then every value is zero and readers treat it so. A worker that will keep only a band
+/// therefore never holds the whole triangle first (wasm memory, once grown, never shrinks: at
+/// d = 16384 the whole is 1.07 GB), and a G no row enters (a file of zero rows) costs nothing.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PackedGram {
     dim_padded: usize,
@@ -125,7 +130,34 @@ pub struct PackedGram {
     #[serde(default)]
     first: usize,
     offsets: Vec<usize>,
+    /// The stored panels' values, `offsets.last()` of them, or none while all are zero.
     values: Vec<f64>,
+}
+
+/// Where the values of a band placed into G come from ([`PackedGram::place_from`]): the band
+/// itself, or a buffer kept apart from it. A helper's band reaches the page's lead as JavaScript
+/// memory; copied into wasm whole, it would sit there twice (its bytes and the band read from
+/// them) beside the whole G it is placed into.
+pub trait BandValues {
+    /// Values held: the band's stored count, or 0 for a band that is all zero.
+    fn len(&self) -> usize;
+    /// Whether there are none (the band is all zero).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies values `at..at + dest.len()` into `dest` (within [`BandValues::len`]).
+    fn copy_to(&self, at: usize, dest: &mut [f64]);
+}
+
+impl BandValues for &[f64] {
+    fn len(&self) -> usize {
+        <[f64]>::len(self)
+    }
+    fn copy_to(&self, at: usize, dest: &mut [f64]) {
+        if let Some(src) = self.get(at..at + dest.len()) {
+            dest.copy_from_slice(src);
+        }
+    }
 }
 
 impl PackedGram {
@@ -140,14 +172,48 @@ impl PackedGram {
         let dim_padded = padded_dim(dim);
         let end = panels.end.next_multiple_of(2).min(dim_padded / TILE_A);
         let first = (panels.start / 2 * 2).min(end);
-        let mut offsets = Vec::with_capacity(end - first + 1);
+        Self { dim_padded, first, offsets: Self::offsets_of(dim_padded, first..end), values: Vec::new() }
+    }
+
+    /// Where each of `panels` starts in the values of a G that stores exactly them, and the end.
+    fn offsets_of(dim_padded: usize, panels: std::ops::Range<usize>) -> Vec<usize> {
+        let mut offsets = Vec::with_capacity(panels.len() + 1);
         let mut total = 0usize;
-        for p in first..end {
+        for p in panels {
             offsets.push(total);
             total += TILE_A * (dim_padded - Self::panel_start(p));
         }
         offsets.push(total);
-        Self { dim_padded, first, offsets, values: vec![0.0; total] }
+        offsets
+    }
+
+    /// The stored values, in storage order; empty while all are zero.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// Values stored once allocated.
+    pub fn stored_len(&self) -> usize {
+        self.offsets.last().copied().unwrap_or(0)
+    }
+
+    /// Whether the values are allocated (else all are zero).
+    pub fn is_allocated(&self) -> bool {
+        !self.values.is_empty()
+    }
+
+    /// The values, allocated (zero) on first use. The band that starts at panel 0 is the lead's
+    /// share of a split by columns, which becomes the whole G ([`PackedGram::widen`]): it reserves
+    /// the whole triangle's room at once, so widening it in place never holds both.
+    fn values_mut(&mut self) -> &mut [f64] {
+        let len = self.stored_len();
+        if self.values.len() != len {
+            let whole = if self.first == 0 { Self::offsets_of(self.dim_padded, 0..self.panels()) } else { Vec::new() };
+            let mut values = Vec::with_capacity(whole.last().copied().unwrap_or(0).max(len));
+            values.resize(len, 0.0);
+            self.values = values;
+        }
+        &mut self.values
     }
 
     /// First column stored for panel `p`.
@@ -170,16 +236,18 @@ impl PackedGram {
         self.first..self.first + self.offsets.len().saturating_sub(1)
     }
 
-    /// The values of stored panel `p`: `TILE_A` rows of `dim_padded - panel_start(p)` columns.
+    /// The values of stored panel `p`: `TILE_A` rows of `dim_padded - panel_start(p)` columns
+    /// (allocating G on the first write).
     #[inline]
     pub fn panel_mut(&mut self, p: usize) -> &mut [f64] {
         let i = p - self.first;
         let (lo, hi) = (self.offsets[i], self.offsets[i + 1]);
-        &mut self.values[lo..hi]
+        &mut self.values_mut()[lo..hi]
     }
 
-    /// The values of panel `p` (as [`PackedGram::panel_mut`]; empty where not stored): the
-    /// spectrum's mat-vec (`explain::lanczos`) streams them in storage order.
+    /// The values of panel `p` (as [`PackedGram::panel_mut`]; empty where not stored, and while G
+    /// is not allocated, all zero): the spectrum's mat-vec (`explain::lanczos`) streams them in
+    /// storage order.
     #[inline]
     pub fn panel(&self, p: usize) -> &[f64] {
         let Some(i) = p.checked_sub(self.first) else { return &[] };
@@ -195,26 +263,77 @@ impl PackedGram {
         if whole == 0 {
             1.0
         } else {
-            self.values.len() as f64 / whole as f64
+            self.stored_len() as f64 / whole as f64
         }
+    }
+
+    /// Makes a band the whole triangle, its panels kept and the others zero: the lead of a pass
+    /// split by columns, before it places the other bands. The band from panel 0 grows in place
+    /// (its room was reserved, [`PackedGram::values_mut`]); any other is copied into a new G.
+    pub fn widen(&mut self) {
+        let whole = 0..self.panels();
+        if self.panel_range() == whole {
+            return;
+        }
+        if self.first == 0 {
+            self.offsets = Self::offsets_of(self.dim_padded, whole);
+            if self.is_allocated() {
+                let len = self.stored_len();
+                self.values.resize(len, 0.0);
+            }
+            return;
+        }
+        let mut widened = PackedGram {
+            dim_padded: self.dim_padded,
+            first: 0,
+            offsets: Self::offsets_of(self.dim_padded, whole),
+            values: Vec::new(),
+        };
+        widened.place(self);
+        *self = widened;
     }
 
     /// Copies a band's panels into this G (the same width, holding the band's panels): the bands
     /// of a pass split by columns, each over all rows, make one G. False (nothing copied) if not.
     pub fn place(&mut self, band: &PackedGram) -> bool {
+        self.place_from(band, &band.values.as_slice())
+    }
+
+    /// [`PackedGram::place`] with the band's values taken from `values` (its own may be absent:
+    /// a band sent with its values apart). The band's layout is checked against this G's before
+    /// anything is copied, and `values` must hold the whole band, or nothing (a band of zeros).
+    pub fn place_from(&mut self, band: &PackedGram, values: &dyn BandValues) -> bool {
         let range = band.panel_range();
         let mine = self.panel_range();
         if band.dim_padded != self.dim_padded || range.start < mine.start || range.end > mine.end {
             return false;
         }
-        // A band read from a worker's message is checked panel by panel before anything is copied.
-        if range.clone().any(|p| band.panel(p).len() != self.panel(p).len()) {
+        // A band read from a worker's message: its offsets must be the layout's, panel by panel.
+        if band.offsets != Self::offsets_of(band.dim_padded, range.clone()) {
             return false;
         }
-        for p in range {
-            self.panel_mut(p).copy_from_slice(band.panel(p));
+        if !values.is_empty() && values.len() != band.stored_len() {
+            return false;
+        }
+        if values.is_empty() && !self.is_allocated() {
+            // Zeros into zeros.
+            return true;
+        }
+        for (i, p) in range.enumerate() {
+            let dest = self.panel_mut(p);
+            if values.is_empty() {
+                dest.fill(0.0);
+            } else {
+                values.copy_to(band.offsets[i], dest);
+            }
         }
         true
+    }
+
+    /// Takes the values out, leaving a band of zeros with the same layout: a helper sends them
+    /// apart from the rest of its partial ([`PackedGram::place_from`]). Empty if never allocated.
+    pub fn take_values(&mut self) -> Vec<f64> {
+        std::mem::take(&mut self.values)
     }
 
     /// ‖G‖_F² = Σ_{a,b} G_ab², read from the upper triangle (off-diagonal entries count twice).
@@ -226,13 +345,16 @@ impl PackedGram {
     /// pass keeps G of centred rows and adds the centre's rank-2 terms here (`stats::GramMoments`).
     pub fn frobenius_sq_plus(&self, extra: impl Fn(usize, usize) -> f64) -> f64 {
         let mut total = 0.0f64;
+        // Rows of a G not yet allocated are zero (E's entries still count).
+        let zeros = if self.is_allocated() { Vec::new() } else { vec![0.0; self.dim_padded] };
         for p in self.panel_range() {
             let c0 = Self::panel_start(p);
             let width = self.dim_padded - c0;
-            let panel = self.panel(p);
+            let panel = if self.is_allocated() { self.panel(p) } else { &zeros[..] };
             for t in 0..TILE_A {
                 let a = p * TILE_A + t;
-                for (j, &g) in panel[t * width..(t + 1) * width].iter().enumerate() {
+                let row = if self.is_allocated() { &panel[t * width..(t + 1) * width] } else { &zeros[..width] };
+                for (j, &g) in row.iter().enumerate() {
                     let b = c0 + j;
                     if b >= a {
                         let g = g + extra(a, b);
@@ -276,6 +398,9 @@ impl PackedGram {
     /// vᵀ G v for a vector of length ≥ dim (used for the spread of per-row mean cosines).
     pub fn quadratic_form(&self, v: &[f64]) -> f64 {
         let mut total = 0.0f64;
+        if !self.is_allocated() {
+            return 0.0;
+        }
         for p in self.panel_range() {
             let c0 = Self::panel_start(p);
             let width = self.dim_padded - c0;
@@ -313,17 +438,17 @@ impl PackedGram {
 
     /// Adds another accumulator's values (the same panels stored): partials over disjoint rows.
     pub fn merge(&mut self, other: &PackedGram) {
-        if other.panel_range() != self.panel_range() {
+        if other.panel_range() != self.panel_range() || !other.is_allocated() {
             return;
         }
-        for (a, b) in self.values.iter_mut().zip(&other.values) {
+        for (a, b) in self.values_mut().iter_mut().zip(&other.values) {
             *a += b;
         }
     }
 
-    /// Bytes held.
+    /// Bytes held once allocated (what the memory budget plans for).
     pub fn bytes(&self) -> usize {
-        self.values.len() * 8
+        self.stored_len() * 8
     }
 }
 
@@ -463,5 +588,82 @@ pub fn kernel_name(precision: Precision) -> &'static str {
         "simd128"
     } else {
         "portable"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn some_rows(dim: usize, k: usize) -> Vec<f64> {
+        let d = padded_dim(dim);
+        let mut rows = vec![0.0; k * d];
+        for r in 0..k {
+            for c in 0..dim {
+                rows[r * d + c] = ((r * 31 + c * 17) % 13) as f64 / 13.0 - 0.4;
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn a_g_is_allocated_by_its_first_write_and_reads_as_zero_until_then() {
+        let dim = 40;
+        let mut lazy = PackedGram::new(dim);
+        assert!(!lazy.is_allocated());
+        assert_eq!(lazy.bytes(), lazy.stored_len() * 8, "the bytes it will hold");
+        let mut zeros = PackedGram::new(dim);
+        zeros.panel_mut(0);
+        assert!(zeros.is_allocated() && zeros.values().iter().all(|&v| v == 0.0));
+        // Every reader gives what an allocated G of zeros gives.
+        let extra = |a: usize, b: usize| (a * 3 + b) as f64 * 0.01;
+        assert_eq!(lazy.frobenius_sq_plus(extra), zeros.frobenius_sq_plus(extra));
+        assert_eq!(lazy.frobenius_sq(), 0.0);
+        let v: Vec<f64> = (0..padded_dim(dim)).map(|i| i as f64).collect();
+        assert_eq!(lazy.quadratic_form(&v), zeros.quadratic_form(&v));
+        assert_eq!(lazy.get(3, 7), 0.0);
+        // Merging into it, or placing a band of zeros, is merging into zeros.
+        let mut full = PackedGram::new(dim);
+        let rows = some_rows(dim, 5);
+        let mut packed = Vec::new();
+        let k = pack_rows(&rows, padded_dim(dim), &mut packed);
+        gram_update(&packed, k, &mut full);
+        lazy.merge(&full);
+        assert_eq!(lazy, full);
+        let band = PackedGram::band(dim, 2..6);
+        assert!(full.place(&band));
+        assert!(
+            (8..24).all(|a| (a..padded_dim(dim)).all(|b| full.get(a, b) == 0.0)),
+            "the band's panels are zero again"
+        );
+    }
+
+    #[test]
+    fn a_band_widens_to_the_whole_g_keeping_its_panels_and_the_first_in_place() {
+        let dim = 70;
+        let d = padded_dim(dim);
+        let rows = some_rows(dim, 9);
+        let mut packed = Vec::new();
+        let k = pack_rows(&rows, d, &mut packed);
+        let mut whole = PackedGram::new(dim);
+        gram_update(&packed, k, &mut whole);
+        let panels = whole.panels();
+        for range in [0..6, 6..panels, 2..10] {
+            let mut band = PackedGram::band(dim, range.clone());
+            gram_update(&packed, k, &mut band);
+            let at = band.values().as_ptr();
+            band.widen();
+            assert_eq!(band.panel_range(), 0..panels);
+            if range.start == 0 {
+                assert_eq!(band.values().as_ptr(), at, "the first band grows in place");
+            }
+            let stored = PackedGram::band(dim, range.clone()).panel_range();
+            for a in 0..d {
+                for b in a..d {
+                    let want = if stored.contains(&(a / TILE_A)) { whole.get(a, b) } else { 0.0 };
+                    assert_eq!(band.get(a, b), want, "{range:?}: G[{a},{b}]");
+                }
+            }
+        }
     }
 }

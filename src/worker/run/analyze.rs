@@ -10,14 +10,14 @@ use super::crash::{crash_if_asked, gpu_loss_asked, helper_pause_ms};
 use super::pacer::{now_ms, sleep_ms, yield_task, Pacer};
 use super::sources::open_sources;
 use super::{
-    cache_gpu, cached_gpu, keep_matrix, matrix_of, partials_waiting, post, post_bytes, stop_early_asked,
-    take_band_parts, take_partial,
+    cache_gpu, cached_gpu, keep_matrix, matrix_of, partials_waiting, post, post_partial, read_partial,
+    stop_early_asked, take_band_parts, take_partial,
 };
 use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::pass::accumulate::Route;
 use crate::pass::gpu::{GpuChoice, GpuContext};
-use crate::pass::shares::{choose_split, PassPartial, Share, WORKER_MEMORY_LIMIT};
+use crate::pass::shares::{choose_split, Share, WORKER_MEMORY_LIMIT};
 use crate::read::locate::LocateError;
 use crate::run::analysis::Phase;
 use crate::run::job::{Job, JobOptions, Opened};
@@ -256,9 +256,8 @@ pub(super) async fn analyze(
     for share in 1..partials {
         loop {
             if let Some(bytes) = take_partial(run, share) {
-                let partial = PassPartial::from_bytes(&bytes).map_err(|e| e.to_string())?;
-                drop(bytes);
-                job.absorb(&partial).map_err(|e| e.to_string())?;
+                let (partial, band) = read_partial(&bytes).map_err(|e| e.to_string())?;
+                job.absorb_from(&partial, &band).map_err(|e| e.to_string())?;
                 break;
             }
             sleep_ms(WAIT_PARTIALS_MS).await;
@@ -357,7 +356,7 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
         }
     }
     post(run, Response::Progress(analysis.progress()));
-    post_bytes(run, Response::Partial, analysis.into_partial().to_bytes());
+    post_partial(run, Response::Partial, analysis.into_partial());
     Ok(())
 }
 

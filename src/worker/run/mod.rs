@@ -20,7 +20,8 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 use super::protocol::{Envelope, Request, Response};
 use crate::explain::neighbours::nearest;
 use crate::pass::gpu::{GpuChoice, GpuContext};
-use crate::pass::kernel;
+use crate::pass::kernel::{self, BandValues};
+use crate::pass::shares::{Frame, PassError, PassPartial};
 use crate::read::matrix::Matrix;
 
 use analyze::{analyze, run_centred, run_share, Stop, Task};
@@ -119,13 +120,55 @@ fn receive_partial(run: u64, share: u32, bytes: js_sys::Uint8Array) {
 }
 
 /// The partial of share `share` of run `run`, if received, removed from the state; partials of
-/// other runs are dropped.
-fn take_partial(run: u64, share: u32) -> Option<Vec<u8>> {
+/// other runs are dropped. Still JavaScript bytes: [`read_partial`] reads them.
+fn take_partial(run: u64, share: u32) -> Option<js_sys::Uint8Array> {
     with_state(|s| {
         s.partials.retain(|&(r, _, _)| r == run);
         let at = s.partials.iter().position(|&(_, i, _)| i == share)?;
-        Some(s.partials.swap_remove(at).2.to_vec())
+        Some(s.partials.swap_remove(at).2)
     })
+}
+
+/// A band of G's values as they came in a helper's message, read where they lie (JavaScript
+/// memory) as the lead places them into its G: never a second copy in wasm memory.
+struct BandInMessage(js_sys::Float64Array);
+
+impl BandValues for BandInMessage {
+    fn len(&self) -> usize {
+        self.0.length() as usize
+    }
+    fn copy_to(&self, at: usize, dest: &mut [f64]) {
+        // `len` is u32, so both ends fit; a range outside the array copies nothing.
+        let (Ok(start), Ok(end)) = (u32::try_from(at), u32::try_from(at + dest.len())) else { return };
+        if end <= self.0.length() {
+            self.0.subarray(start, end).copy_to(dest);
+        }
+    }
+}
+
+/// A helper's partial from its message ([`PassPartial::into_frame`]): the partial, copied into
+/// wasm memory without its band of G, and the band's values where they lie.
+fn read_partial(bytes: &js_sys::Uint8Array) -> Result<(PassPartial, BandInMessage), PassError> {
+    let total = bytes.length();
+    let mut first = [0u8; 8];
+    if total >= 8 {
+        bytes.subarray(0, 8).copy_to(&mut first);
+    }
+    let frame = Frame::read(&first[..(total as usize).min(8)], u64::from(total))?;
+    let unreadable = |why: &str| PassError::Unreadable(why.to_string());
+    let (Ok(start), Ok(end), Ok(values_at)) =
+        (u32::try_from(frame.meta.start), u32::try_from(frame.meta.end), u32::try_from(frame.values_at))
+    else {
+        return Err(unreadable("a partial past 4 GiB"));
+    };
+    let partial = PassPartial::from_bytes(&bytes.subarray(start, end).to_vec())?;
+    // A Float64Array must start at a multiple of 8 in its buffer; a helper's message does.
+    let at = bytes.byte_offset() + values_at;
+    if !at.is_multiple_of(8) {
+        return Err(unreadable("the band's values are not aligned to 8 bytes"));
+    }
+    let values = js_sys::Float64Array::new_with_byte_offset_and_length(&bytes.buffer(), at, frame.values as u32);
+    Ok((partial, BandInMessage(values)))
 }
 
 /// How many helpers' partials of run `run` have come and wait to be taken in.
@@ -166,12 +209,29 @@ fn post(run: u64, response: Response) {
     }
 }
 
-/// Posts a response with bytes next to it, transferred rather than copied (a partial's G is d²/2
-/// f64 values: 16.8 MB at d = 2048).
-fn post_bytes(run: u64, response: Response, bytes: Vec<u8>) {
+/// Posts a helper's partial next to `response`, as one `Uint8Array` transferred rather than
+/// copied: the head of its frame, then its band of G's values copied straight from wasm memory
+/// ([`PassPartial::into_frame`]). A partial's G is d²/2 f64 values (16.8 MB at d = 2048, a band of
+/// 537 MB at d = 16384), so it is never first copied into a `Vec<u8>` in wasm memory.
+fn post_partial(run: u64, response: Response, partial: PassPartial) {
     let Ok(json) = serde_json::to_string(&Envelope { run, response }) else { return };
-    let array = js_sys::Uint8Array::from(bytes.as_slice());
-    drop(bytes);
+    let (head, values) = partial.into_frame();
+    let total = values.len().checked_mul(8).and_then(|v| v.checked_add(head.len())).and_then(|t| u32::try_from(t).ok());
+    let Some(total) = total else {
+        post(
+            run,
+            Response::Failed {
+                message: "a worker's partial result is past 4 GiB, more than a message can carry".into(),
+            },
+        );
+        return;
+    };
+    let array = js_sys::Uint8Array::new_with_length(total);
+    // `head.len()` is a multiple of 8 (the frame's layout), as a Float64Array needs.
+    array.subarray(0, head.len() as u32).copy_from(&head);
+    js_sys::Float64Array::new_with_byte_offset_and_length(&array.buffer(), head.len() as u32, values.len() as u32)
+        .copy_from(&values);
+    drop(values);
     let message = Object::new();
     let _ = Reflect::set(&message, &"json".into(), &JsValue::from_str(&json));
     let _ = Reflect::set(&message, &"bytes".into(), &array);
