@@ -382,7 +382,25 @@ impl Job {
 
     /// Progress of the whole job: the unembedding's sample counts as a small last stretch.
     pub fn progress(&self) -> Progress {
-        let mut p = self.embedding.progress();
+        self.progress_with(true)
+    }
+
+    /// [`Job::progress`] carrying `last`'s running ε (and the rows it is over) instead of a new
+    /// one, while the pass is in the phase `last` was: the ε costs a pass over G (d²/2 values,
+    /// ~0.6 s at d = 16384), so the worker computes it only as often as that stays a small part
+    /// of the time, and the rows it is labelled with stay the rows it was computed from.
+    pub fn progress_reusing(&self, last: &Progress) -> Progress {
+        let mut p = self.progress_with(false);
+        if p.phase == last.phase && last.epsilon.is_some() {
+            p.epsilon = last.epsilon;
+            p.epsilon_se = last.epsilon_se;
+            p.rows_seen = last.rows_seen;
+        }
+        p
+    }
+
+    fn progress_with(&self, estimate: bool) -> Progress {
+        let mut p = if estimate { self.embedding.progress() } else { self.embedding.progress_without_estimate() };
         if let Some(u) = self.unembedding.as_ref() {
             if self.embedding.phase() == Phase::Done {
                 let q = u.progress();

@@ -7,7 +7,7 @@ use web_sys::File;
 
 use super::bench::wasm_memory_bytes;
 use super::crash::{crash_if_asked, gpu_loss_asked, helper_pause_ms};
-use super::pacer::{now_ms, sleep_ms, yield_task, Pacer};
+use super::pacer::{now_ms, performance_now, sleep_ms, yield_task, Pacer};
 use super::sources::open_sources;
 use super::{
     cache_gpu, cached_gpu, keep_matrix, matrix_of, partials_waiting, post, post_partial, read_partial,
@@ -19,7 +19,7 @@ use crate::pass::accumulate::Route;
 use crate::pass::gpu::{GpuChoice, GpuContext};
 use crate::pass::shares::{choose_split, Share, WORKER_MEMORY_LIMIT};
 use crate::read::locate::LocateError;
-use crate::run::analysis::Phase;
+use crate::run::analysis::{Phase, Progress};
 use crate::run::job::{Job, JobOptions, Opened};
 use crate::worker::protocol::{Response, RunSettings, SourceSpec};
 use crate::Error;
@@ -164,6 +164,8 @@ pub(super) async fn analyze(
         post(run, Response::Split { tensor: chosen, of, columns });
     }
     let mut estimate_posted = false;
+    // The last progress posted with a running ε, reposted between two estimates.
+    let mut last_estimate: Option<Progress> = None;
     if traffic.is_some() {
         // The headers' download, shown before the first rows arrive.
         let mut progress = job.progress();
@@ -210,8 +212,19 @@ pub(super) async fn analyze(
             if stop_early_asked() && job.stop() {
                 break;
             }
-            let mut progress = job.progress();
+            let mut progress = match last_estimate.as_ref().filter(|_| !pacer.estimate_due()) {
+                Some(last) => job.progress_reusing(last),
+                None => {
+                    let started = performance_now();
+                    let progress = job.progress();
+                    pacer.estimated(performance_now() - started);
+                    progress
+                }
+            };
             estimate_posted |= progress.epsilon.is_some();
+            if progress.epsilon.is_some() {
+                last_estimate = Some(progress.clone());
+            }
             crash_if_asked(settings.crash, progress.rows_seen);
             if let Some(gpu) = gpu.as_ref().filter(|_| gpu_loss_asked(settings.crash, progress.rows_seen)) {
                 gpu.lose_device_for_test();
@@ -346,7 +359,8 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
             break;
         }
         if pacer.progress_due(false) {
-            let progress = analysis.progress();
+            // The page shows the lead's running ε, not a helper's: no pass over G for it.
+            let progress = analysis.progress_without_estimate();
             crash_if_asked(settings.crash, progress.rows_seen);
             post(run, Response::Progress(progress));
         }
@@ -355,7 +369,7 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
             return Ok(());
         }
     }
-    post(run, Response::Progress(analysis.progress()));
+    post(run, Response::Progress(analysis.progress_without_estimate()));
     post_partial(run, Response::Partial, analysis.into_partial());
     Ok(())
 }

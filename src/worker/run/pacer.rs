@@ -12,19 +12,38 @@ const TASK_YIELD_MS: f64 = 50.0;
 /// Progress posts compute ‖G‖_F² (d²/2 values): a few per second are plenty.
 const PROGRESS_MS: f64 = 400.0;
 
-/// The rhythm of a worker's loop over steps: a progress post every [`PROGRESS_MS`], a task
-/// boundary every [`TASK_YIELD_MS`] (so Cancel, StopEarly and new requests get in), a microtask in
-/// between, and the end of the loop when a newer run or a Cancel replaced run `run`.
+/// A running ε is computed again only after the loop has run this many times as long as the last
+/// one took: the ε reads all of G (d²/2 values; in a tab ~50 ms at d = 4096, ~1 s at 16384), and
+/// recomputed at every post it took a third of a single worker's time at d = 16384.
+const ESTIMATE_EVERY: f64 = 9.0;
+
+/// The rhythm of a worker's loop over steps: a progress post every [`PROGRESS_MS`], a running ε
+/// in at most a tenth of the time ([`ESTIMATE_EVERY`]), a task boundary every [`TASK_YIELD_MS`]
+/// (so Cancel, StopEarly and new requests get in), a microtask in between, and the end of the loop
+/// when a newer run or a Cancel replaced run `run`.
 pub(super) struct Pacer {
     run: u64,
     last_post: f64,
     last_task: f64,
+    /// When the last running ε was computed, and how long it took (ms).
+    last_estimate: (f64, f64),
 }
 
 impl Pacer {
     pub(super) fn new(run: u64) -> Self {
         let now = now_ms();
-        Pacer { run, last_post: now, last_task: now }
+        Pacer { run, last_post: now, last_task: now, last_estimate: (now, 0.0) }
+    }
+
+    /// Whether this post should compute a new running ε ([`ESTIMATE_EVERY`]).
+    pub(super) fn estimate_due(&self) -> bool {
+        let (at, took) = self.last_estimate;
+        now_ms() - at >= ESTIMATE_EVERY * took
+    }
+
+    /// A running ε was just computed, in `took_ms`.
+    pub(super) fn estimated(&mut self, took_ms: f64) {
+        self.last_estimate = (now_ms(), took_ms.max(0.0));
     }
 
     /// Whether a progress post is due, or `anyway` (counted as posted).
