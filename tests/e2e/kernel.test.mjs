@@ -26,7 +26,9 @@ const LOW = 0.2, HIGH = 1.5;
  *  on a loaded machine, so this bound catches a broken or miscounted measurement, not scalar code. */
 const LOW_F64 = 0.1;
 /** The Report's Gram speed, measured over one real pass including its first, not yet optimised,
- *  calls (V8's tier-up). */
+ *  calls (V8's tier-up). The pass is short (~0.4 s) and two workers share two cores with the
+ *  browser, so a pass that comes out below is analysed again, up to RUNS passes, and the best
+ *  compared (once, in CI, one pass measured 0.16× where the run before measured 0.30×). */
 const LOW_REPORT = 0.2;
 
 /** The best of `RUNS` Benchmark answers of the worker build `meta` in `page`: each speed its own
@@ -73,9 +75,18 @@ test("?kernel=simd128 and the default (relaxed SIMD) give the same ε within 1e-
       const bench = await bestBenchmark(b.page, meta);
       const peak = bench.peak_relaxed_gflops ?? bench.peak_gflops;
       const f64 = r.report.precision === "f64";
-      console.log(`${query || "default"}: kernel ${r.report.kernel}, ε ${r.report.epsilon}, Gram ${r.report.gram_gflops?.toFixed(1)} GFLOP/s ` +
-        `(${(r.report.gram_gflops / peak).toFixed(2)}× the build's peak ${peak.toFixed(1)}), ${Math.round(r.report.timing_ms)} ms`);
-      assertNearPeak(`${query || "default"}: Report.gram_gflops`, r.report.gram_gflops, peak, f64 ? LOW_F64 : LOW_REPORT, f64 ? HIGH / 2 : HIGH);
+      const low = f64 ? LOW_F64 : LOW_REPORT;
+      let gflops = r.report.gram_gflops;
+      for (let pass = 1; pass < RUNS && !(gflops / peak >= low); pass++) {
+        const again = await analyseFiles(b.page, path);
+        assert.equal(again.status, "done", again.text);
+        assert.equal(again.report.epsilon, r.report.epsilon, `${query || "default"}: the same ε again`);
+        console.log(`${query || "default"}: pass ${pass} measured ${gflops?.toFixed(1)} GFLOP/s; pass ${pass + 1}: ${again.report.gram_gflops?.toFixed(1)}`);
+        gflops = Math.max(gflops, again.report.gram_gflops);
+      }
+      console.log(`${query || "default"}: kernel ${r.report.kernel}, ε ${r.report.epsilon}, Gram ${gflops?.toFixed(1)} GFLOP/s ` +
+        `(${(gflops / peak).toFixed(2)}× the build's peak ${peak.toFixed(1)}), ${Math.round(r.report.timing_ms)} ms`);
+      assertNearPeak(`${query || "default"}: Report.gram_gflops`, gflops, peak, low, f64 ? HIGH / 2 : HIGH);
       assertClean(b);
     } finally { await b.close(); }
   }
