@@ -18,7 +18,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, FileReaderSync};
 
-use crate::read::ahead::{Batches, Held};
+use crate::read::ahead::{spans_of, Batches, Held, Spans, BRIDGE_BYTES};
 use crate::read::source::{check_range, ByteSource, ReadError};
 
 pub struct BlobSource {
@@ -33,6 +33,10 @@ pub struct BlobSource {
 /// A batch of ranges being read: [`BlobSource::fetch`], then [`BlobSource::install`].
 pub struct Batch {
     pub ranges: Vec<(u64, u64)>,
+    /// Where each range starts in the batch's buffer (`read::ahead::spans_of`).
+    starts: Vec<u32>,
+    /// Bytes the batch reads: its ranges and the gaps bridged between them.
+    total: u64,
     bytes: JsFuture,
 }
 
@@ -61,18 +65,19 @@ impl BlobSource {
     /// Starts reading `ranges` (offset, length) as one request: a `Blob` of their slices. None
     /// when there is nothing to read or a range is outside the file (its read will say why).
     pub fn fetch(&self, ranges: Vec<(u64, u64)>) -> Option<Batch> {
-        let total: u64 = ranges.iter().map(|&(_, len)| len).sum();
-        // A batch is addressed with u32 offsets into one ArrayBuffer.
-        if ranges.is_empty() || total > u32::MAX as u64 {
+        if ranges.is_empty() {
             return None;
         }
+        // Ranges that follow one another in the file are one slice (a sweep's are, `pass::plan`).
+        let Spans { spans, starts } = spans_of(&ranges, BRIDGE_BYTES)?;
         let parts = Array::new();
-        for &(offset, len) in &ranges {
+        for &(offset, len) in &spans {
             let part = self.slice(offset, len).ok()?;
             parts.push(&part);
         }
+        let total = spans.iter().map(|&(_, len)| len).sum();
         let batch = Blob::new_with_blob_sequence(&parts).ok()?;
-        Some(Batch { ranges, bytes: JsFuture::from(batch.array_buffer()) })
+        Some(Batch { ranges, starts, total, bytes: JsFuture::from(batch.array_buffer()) })
     }
 
     /// Waits for `batch` and keeps its ranges for [`ByteSource::read_at`], with at most `max_held`
@@ -82,16 +87,12 @@ impl BlobSource {
         let Ok(bytes) = batch.bytes.await else { return };
         let Ok(buffer) = bytes.dyn_into::<ArrayBuffer>() else { return };
         let view = Rc::new(Uint8Array::new(&buffer));
-        let total: u64 = batch.ranges.iter().map(|&(_, len)| len).sum();
-        if view.length() as u64 != total {
+        if view.length() as u64 != batch.total {
             return;
         }
         let mut ahead = self.ahead.borrow_mut();
-        let mut start = 0u32;
-        for (offset, len) in batch.ranges {
+        for ((offset, len), start) in batch.ranges.into_iter().zip(batch.starts) {
             ahead.push(offset, len, (view.clone(), start), max_held);
-            // The sum of the lengths fits u32 (checked in `fetch`).
-            start += len as u32;
         }
     }
 
