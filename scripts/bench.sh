@@ -146,7 +146,7 @@ fi
 if [ "$BROWSER" = 1 ]; then
   # Reading, not arithmetic: a narrow matrix (32 KiB per 64-row block) and a 10 GiB tensor of zero
   # rows (every row dropped, so the page refuses it once it has read it all).
-  say "the page's read rate: 2,000,000×256 bf16 (1 worker); a 10 GiB all-zero tensor refused ($CORES workers)"
+  say "the page's read rate: 2,000,000×256 bf16 (1 and $CORES workers); a 10 GiB all-zero tensor refused ($CORES workers)"
   NARROW="$OUT/narrow-2000000x256-bf16.safetensors" ZERO="$OUT/zero-10gib.safetensors"
   [ -f "$NARROW" ] || "$CLI" generate "$NARROW" --rows 2000000 --dim 256 --dtype BF16 --kind trained-like >&2
   cargo build --release --features fixtures --bin orthoscope-fixtures >&2
@@ -157,6 +157,7 @@ r = json.loads(sys.stdin.read())
 print("%-34s %-7s %7.1f s  %7.0f MB/s  (%s×%s %s, %s worker(s))" % (sys.argv[1], r["status"], r["seconds"],
       r["mb_per_s"], r["rows"], r["dim"], r["dtype"], r["workers"]))' "$1"; }
   node scripts/bench/read_rate.mjs dist "$NARROW" --workers 1 | rate "page read, narrow matrix"
+  node scripts/bench/read_rate.mjs dist "$NARROW" --workers "$CORES" | rate "page read, narrow matrix"
   node scripts/bench/read_rate.mjs dist "$ZERO" --workers "$CORES" --tensor model.layers.0.mlp.up_proj.weight \
     | rate "page refusal, 10 GiB of zero rows"
 fi

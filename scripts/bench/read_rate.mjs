@@ -85,6 +85,8 @@ try {
     status: done ? r.status : "still running", seconds, bytes,
     mb_per_s: bytes / seconds / 1e6,
     epsilon: r?.report?.epsilon ?? null,
+    kernel: r?.report?.kernel ?? null,
+    gram_gflops: r?.report?.gram_gflops ?? null,
     message: r && r.status === "error" ? r.text.slice(0, 200) : undefined,
   }));
 } finally {

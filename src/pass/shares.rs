@@ -184,6 +184,12 @@ pub struct PassPartial {
     pub within: (f64, f64, u64),
     /// Blocks of the plan visited.
     pub blocks_seen: u64,
+    /// This partial over the plan's random phase alone, once its share has gone on into the sweep
+    /// (`plan::Plan::sweep_tail`); None while the whole partial is in the random phase. Where a
+    /// pass stops before every share is done, the merge of these is its estimate: the swept blocks
+    /// are not a random sample.
+    #[serde(default)]
+    pub random_phase: Option<Box<PassPartial>>,
 }
 
 /// Why a partial could not be taken in.
@@ -211,7 +217,26 @@ pub enum PassError {
 impl PassPartial {
     /// Nothing accumulated yet, for a matrix of width `dim`.
     pub fn empty(dim: usize) -> Self {
-        Self { gram: PairAccumulator::Gram(GramMoments::new(dim)), within: (0.0, 0.0, 0), blocks_seen: 0 }
+        Self {
+            gram: PairAccumulator::Gram(GramMoments::new(dim)),
+            within: (0.0, 0.0, 0),
+            blocks_seen: 0,
+            random_phase: None,
+        }
+    }
+
+    /// The partial over the random phase: [`PassPartial::random_phase`], or a copy of this one
+    /// when it has no other part.
+    pub fn random_part(&self) -> PassPartial {
+        match &self.random_phase {
+            Some(r) => (**r).clone(),
+            None => PassPartial {
+                gram: self.gram.clone(),
+                within: self.within,
+                blocks_seen: self.blocks_seen,
+                random_phase: None,
+            },
+        }
     }
 
     /// Adds another share's partial (over blocks disjoint from this one's).
@@ -239,6 +264,13 @@ impl PassPartial {
         }
         if apart.is_some_and(|values| !values.is_empty()) {
             return Err(PassError::Band("values came apart from a partial that holds no band".into()));
+        }
+        if self.random_phase.is_some() || other.random_phase.is_some() {
+            // Both parts are kept while either share swept: the whole for an exact end, the
+            // random phases for a stopped one (only small accumulators sweep, `plan::SWEEP_MAX_DIM`).
+            let mut mine = self.random_part();
+            mine.merge(&other.random_part())?;
+            self.random_phase = Some(Box::new(mine));
         }
         self.gram.merge(&other.gram);
         self.within = (self.within.0 + other.within.0, self.within.1 + other.within.1, self.within.2 + other.within.2);

@@ -27,7 +27,9 @@ use crate::pass::gpu::{
 };
 use crate::pass::gpu::{GpuContext, GpuInfo};
 use crate::pass::kernel::{self, BandValues, Precision, MAX_CHUNK_ROWS};
-use crate::pass::plan::{Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED};
+use crate::pass::plan::{
+    Plan, DEFAULT_BLOCK_ROWS, DEFAULT_HISTOGRAM_ROWS, DEFAULT_SEED, RANDOM_PHASE_BLOCKS, SWEEP_MAX_DIM,
+};
 use crate::pass::shares::{column_band, PassError, PassPartial, Share};
 use crate::pass::stats::{mean_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts};
 use crate::read::format::decode::{all_zero, decode_rows};
@@ -111,6 +113,10 @@ pub struct Progress {
     pub fraction: f64,
     pub rows_seen: u64,
     pub rows: u64,
+    /// Rows read so far, for the rate on screen: `rows_seen` is the rows the running ε covers,
+    /// which stays put while an estimate is reposted or the pass sweeps (`plan`).
+    #[serde(default)]
+    pub rows_read: u64,
     /// Running ε and its standard error, once the pass has begun.
     pub epsilon: Option<f64>,
     pub epsilon_se: Option<f64>,
@@ -192,6 +198,9 @@ pub struct Analysis {
     band_part_at: Option<(u64, f64)>,
     /// The lead of a pass split by columns: the bands' checkpoints (`pass::bands`).
     bands: Option<BandTally>,
+    /// What this analysis holds over the plan's random phase alone, once it has gone on into the
+    /// sweep (`Plan::sweep_tail`): the running estimate, and the result of a pass stopped early.
+    random_phase: Option<Box<PassPartial>>,
 }
 
 /// Rows a GPU step reads and submits: the GPU does the arithmetic, so a step is mostly reads.
@@ -280,6 +289,16 @@ fn scaled_within(within: (f64, f64, u64), seen: u64, measured: Option<u64>) -> (
     }
 }
 
+/// Rows a CPU step of the sweep (`Plan::sweep_tail`) takes at (padded) width `d`: one kernel
+/// call's 64 at d = 1024, more below, so that a step stays ~2 MFLOP of arithmetic: in a worker
+/// each step is a call from JavaScript with its read-ahead check, pacing and yield around it,
+/// which at d = 256 cost about as much as 64 rows' arithmetic. (The random phase keeps one call a
+/// step: a split by columns counts its checkpoints in steps, and the estimate moves at each.)
+fn step_rows(d: usize) -> u64 {
+    let calls = (1024 * 1024 / (d * d).max(1)).clamp(1, 16);
+    (MAX_CHUNK_ROWS * calls) as u64
+}
+
 impl Analysis {
     /// Checks the tensor and sets up the plan. Nothing is read yet.
     pub fn new(
@@ -317,7 +336,7 @@ impl Analysis {
         let plan = Plan::new(rows, config.seed, block_rows, config.histogram_rows);
         // Sized for the rows the pass will visit, which the shape check above bounds.
         let gram = PairAccumulator::with_precision(planned_rows(&plan, &config), dim, config.precision);
-        Ok(Self {
+        let mut analysis = Self {
             source,
             origin,
             rows,
@@ -357,9 +376,33 @@ impl Analysis {
             pass_steps: 0,
             band_part_at: None,
             bands: None,
+            random_phase: None,
             tensor,
             config,
-        })
+        };
+        analysis.arrange_plan();
+        Ok(analysis)
+    }
+
+    /// The plan's order for this share: the seeded shuffle, whose tail is swept in file order
+    /// (`Plan::sweep_tail`) where reading costs as much as the arithmetic: a Gram pass on the CPU
+    /// of a narrow matrix (d ≤ [`SWEEP_MAX_DIM`]) with more blocks than the random phase, run to
+    /// the end (a pass asked to stop after some rows is all random phase), split by rows if at
+    /// all (a split by columns has every worker read every row, and its running estimate is the
+    /// bands'). Called whenever one of these changes, before the first step; the same in every
+    /// worker of a pool, which all build the same plan.
+    fn arrange_plan(&mut self) {
+        let block_rows = self.config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
+        self.plan = Plan::new(self.rows, self.config.seed, block_rows, self.config.histogram_rows);
+        let sweeps = self.dim <= SWEEP_MAX_DIM
+            && self.config.stop_after_rows.is_none()
+            && self.gram.route() == Route::Gram
+            && !self.share.columns
+            && self.gpu.is_none()
+            && self.plan.blocks.len() > RANDOM_PHASE_BLOCKS.max(self.plan.sample_blocks);
+        if sweeps {
+            self.plan.sweep_tail(RANDOM_PHASE_BLOCKS, self.share.of);
+        }
     }
 
     pub fn phase(&self) -> Phase {
@@ -374,6 +417,7 @@ impl Analysis {
     /// ([`crate::pass::shares::column_band`]); on the row route (few rows) it stays whole.
     pub fn set_share(&mut self, share: Share) {
         self.share = share;
+        self.arrange_plan();
         self.next_block = share.first();
         if share.columns {
             self.gram.set_band(column_band(self.dim, share.index, share.of));
@@ -470,7 +514,12 @@ impl Analysis {
 
     /// What this analysis has accumulated, to be absorbed by the lead's.
     pub fn into_partial(self) -> PassPartial {
-        PassPartial { gram: self.gram, within: self.within, blocks_seen: self.blocks_seen }
+        PassPartial {
+            gram: self.gram,
+            within: self.within,
+            blocks_seen: self.blocks_seen,
+            random_phase: self.random_phase,
+        }
     }
 
     /// Takes in another worker's share of the same pass: the running estimate and the report then
@@ -486,11 +535,13 @@ impl Analysis {
             gram: std::mem::replace(&mut self.gram, PairAccumulator::Gram(GramMoments::new(0))),
             within: self.within,
             blocks_seen: self.blocks_seen,
+            random_phase: self.random_phase.take(),
         };
         let merged = mine.merge_from(partial, apart);
         self.gram = mine.gram;
         self.within = mine.within;
         self.blocks_seen = mine.blocks_seen;
+        self.random_phase = mine.random_phase;
         merged?;
         let total = self.plan.blocks.len() as u64;
         if self.blocks_seen > total {
@@ -707,6 +758,7 @@ impl Analysis {
     /// the CPU, and [`Analysis::gpu_declined`] says why.
     pub fn set_gpu(&mut self, gpu: Rc<GpuContext>) {
         self.gpu = Some(gpu);
+        self.arrange_plan();
     }
 
     /// Why the GPU offered did not run the pass (None: none was offered, or it ran it).
@@ -966,10 +1018,28 @@ impl Analysis {
             self.phase = Phase::Done;
             return Ok(());
         }
-        // Blocks hold at most MAX_CHUNK_ROWS rows (see `new`), so each fits one kernel call.
-        let blocks_per_step = (MAX_CHUNK_ROWS as u64 / self.plan.block_rows).max(1) as usize;
+        if self.plan.in_sweep(self.next_block) && self.random_phase.is_none() {
+            // Into the sweep: what is held now is the random phase's, kept apart (small: only
+            // narrow matrices sweep) for the running estimate and for a pass stopped early.
+            self.gram.flush();
+            self.random_phase = Some(Box::new(PassPartial {
+                gram: self.gram.clone(),
+                within: self.within,
+                blocks_seen: self.blocks_seen,
+                random_phase: None,
+            }));
+        }
+        // Blocks hold at most MAX_CHUNK_ROWS rows (see `new`), so each fits one kernel call; a
+        // step of the sweep takes several ([`step_rows`]; only narrow rows sweep).
+        let sweeping = self.plan.in_sweep(self.next_block);
+        let rows = if sweeping { step_rows(self.dim_padded) } else { MAX_CHUNK_ROWS as u64 };
+        let blocks_per_step = (rows / self.plan.block_rows).max(1) as usize;
         let stride = self.share.stride();
-        let end = (self.next_block + blocks_per_step * stride).min(target);
+        let mut end = (self.next_block + blocks_per_step * stride).min(target);
+        if !sweeping {
+            // A step ends where the sweep begins, so the random phase is kept apart exactly there.
+            end = end.min(self.plan.sweep_from);
+        }
         let d = self.dim_padded;
         let mut kept = 0usize;
         // No more rows than the matrix has (two rows of d = 16384 need 256 KiB here, not 8 MiB).
@@ -977,10 +1047,11 @@ impl Analysis {
         // Within-block pairs feed the running estimate only; the final step of a whole pass skips
         // them. A share by rows cannot tell whether the others will finish, so it always keeps
         // them; of a split by columns, where every share sees every block, only the lead does.
+        // Nor does the sweep, whose estimate is the random phase's.
         let estimating = if self.share.columns {
             self.share.index == 0 && end < self.plan.blocks.len()
         } else {
-            stride > 1 || end < self.plan.blocks.len()
+            (stride > 1 || end < self.plan.blocks.len()) && !sweeping
         };
         for bi in (self.next_block..end).step_by(stride) {
             let Some(&block) = self.plan.blocks.get(bi) else { break };
@@ -1063,14 +1134,18 @@ impl Analysis {
             ));
         }
         // Mid-pass, the rows already through the kernel; at Done (flushed), all of them.
-        let all = self.gram.moments_so_far()?;
-        let counts = self.gram.counts();
         if self.is_exact() {
-            return Some((all, self.blocks_seen, counts));
+            return Some((self.gram.moments_so_far()?, self.blocks_seen, self.gram.counts()));
         }
-        let within = scaled_within(self.within, self.blocks_seen, self.within_measured);
-        let seen = estimate::BlocksSeen { within, seen: self.blocks_seen, total };
-        Some((estimate::stratified_moments(&all, counts, seen, self.rows), self.blocks_seen, counts))
+        // Into the sweep, the estimate is the random phase's: swept blocks are no random sample.
+        let (gram, within, blocks_seen, measured) = match self.random_phase.as_deref() {
+            Some(r) => (&r.gram, r.within, r.blocks_seen, None),
+            None => (&self.gram, self.within, self.blocks_seen, self.within_measured),
+        };
+        let (all, counts) = (gram.moments_so_far()?, gram.counts());
+        let within = scaled_within(within, blocks_seen, measured);
+        let seen = estimate::BlocksSeen { within, seen: blocks_seen, total };
+        Some((estimate::stratified_moments(&all, counts, seen, self.rows), blocks_seen, counts))
     }
 
     /// Running estimate: ε with its standard error.
@@ -1093,7 +1168,16 @@ impl Analysis {
     pub fn has_estimate(&self) -> bool {
         match self.band_snapshot() {
             Some(at_checkpoint) => at_checkpoint.is_some(),
-            None => self.counts().kept >= 2,
+            None => self.estimate_counts().kept >= 2,
+        }
+    }
+
+    /// The rows the running estimate covers: all those seen, except into the sweep, where it is
+    /// the random phase's ([`Analysis::running_moments`]) until the pass is exact.
+    fn estimate_counts(&self) -> RowCounts {
+        match self.random_phase.as_deref() {
+            Some(r) if !self.is_exact() => r.gram.counts(),
+            _ => self.counts(),
         }
     }
 
@@ -1133,9 +1217,14 @@ impl Analysis {
         Progress {
             phase: self.phase,
             fraction: if self.phase == Phase::Done { 1.0 } else { (done / total).clamp(0.0, 1.0) },
-            // Split by columns, the rows of the estimate shown: those of the bands' last checkpoint.
-            rows_seen: self.band_snapshot().flatten().map_or(self.counts().seen, |s| s.counts.seen),
+            // Split by columns, the rows of the estimate shown: those of the bands' last checkpoint;
+            // into the sweep, those of the random phase.
+            rows_seen: self.band_snapshot().flatten().map_or(self.estimate_counts().seen, |s| s.counts.seen),
             rows: self.rows,
+            rows_read: match self.phase {
+                Phase::Sample | Phase::SamplePairs => self.sample_counts.seen,
+                Phase::Pass | Phase::Done => self.counts().seen,
+            },
             epsilon: running.as_ref().map(|r| r.1),
             epsilon_se: running.and_then(|r| r.2),
             bytes_fetched: None,
@@ -1150,9 +1239,8 @@ impl Analysis {
         if self.on_gpu() {
             return Err(GpuError::NotFinished.into());
         }
-        let counts = self.gram.counts();
-        // Stopped at an estimate: the rows that estimate covers.
-        let counts = self.stopped_at.map_or(counts, |s| s.counts);
+        // Stopped at an estimate, the rows that estimate covers (into the sweep, the random phase's).
+        let counts = self.stopped_at.map_or_else(|| self.estimate_counts(), |s| s.counts);
         let too_few = || Error::TooFewRows {
             tensor: self.tensor.name.clone(),
             rows: counts.seen,

@@ -51,8 +51,10 @@ pub fn ProgressPanel(
             parts.push(format!("about {} left", duration(elapsed * (1.0 - f) / f)));
         }
         if let Some(p) = p.as_ref() {
-            if p.rows_seen > 0 && elapsed > 0.0 {
-                parts.push(format!("{} rows/s", group_digits((p.rows_seen as f64 / (elapsed / 1000.0)) as u64)));
+            // Rows read, not those of the running ε, which stay put between estimates.
+            let rows = p.rows_read.max(p.rows_seen);
+            if rows > 0 && elapsed > 0.0 {
+                parts.push(format!("{} rows/s", group_digits((rows as f64 / (elapsed / 1000.0)) as u64)));
             }
             if let Some(bytes) = p.bytes_fetched {
                 parts.push(format!("{} fetched", human_bytes(bytes)));

@@ -321,15 +321,17 @@ impl Pool {
     }
 }
 
-/// The progress shown for a split pass: rows seen summed over the workers (split by columns,
-/// where each reads every row, the lead's), the mean of their fractions (each of its own work),
+/// The progress shown for a split pass: rows seen and read summed over the workers (split by
+/// columns, where each reads every row, the lead's), the mean of their fractions (each of its own work),
 /// and the lead's phase and running ε.
 fn combine(progress: &[Option<Progress>], columns: bool) -> Option<Progress> {
     let lead = progress.first()?.clone()?;
     if progress.len() == 1 {
         return Some(lead);
     }
-    let rows_seen = if columns { lead.rows_seen } else { progress.iter().flatten().map(|p| p.rows_seen).sum() };
+    let sum = |rows: fn(&Progress) -> u64| progress.iter().flatten().map(rows).sum();
+    let (rows_seen, rows_read) =
+        if columns { (lead.rows_seen, lead.rows_read) } else { (sum(|p| p.rows_seen), sum(|p| p.rows_read)) };
     let fraction = progress.iter().map(|p| p.as_ref().map_or(0.0, |p| p.fraction)).sum::<f64>() / progress.len() as f64;
-    Some(Progress { rows_seen, fraction, ..lead })
+    Some(Progress { rows_seen, rows_read, fraction, ..lead })
 }

@@ -187,6 +187,44 @@ test("?split=columns with a lagging band: the lead, its own band done, follows t
   } finally { await b.close(); }
 });
 
+test("a narrow matrix sweeps its tail in file order: two workers give the CLI's exact ε, and Stop here in the sweep gives the random phase's estimate, the CLI's after its first 65,536 rows", async () => {
+  // 9375 blocks of 64 rows of 512 bytes: the first 1024 positions of the shuffled order are the
+  // random phase, the rest is read in file order (src/pass/plan.rs).
+  const path = fixture("narrow-600000x256-bf16.safetensors", "--rows", "600000", "--dim", "256", "--dtype", "BF16", "--seed", "4");
+  const want = cliReport(path, "--threads", "2");
+  const randomPhase = cliReport(path, "--threads", "2", "--rows", "65536");
+  assert.equal(randomPhase.rows_seen, 65536);
+  const b = await openApp(server, "?workers=2&kernel=simd128");
+  try {
+    const r = await analyseFiles(b.page, path);
+    assert.equal(r.status, "done", r.text);
+    assert.equal(r.report.workers, 2);
+    assert.equal(r.report.exact, true);
+    assert.ok(Math.abs(r.report.epsilon - want.epsilon) <= 1e-9, `ε: page ${r.report.epsilon}, CLI ${want.epsilon}`);
+    console.log(`exact pass 600000×256 bf16 (153.6 MB), 2 workers: ${r.report.timing_ms.toFixed(0)} ms`);
+
+    // Again, stopped half-way: well into the sweep (the random phase is 11 % of the rows).
+    const before = await currentRun(b.page);
+    await b.page.setInputFiles('[data-testid="file-input"]', path);
+    await b.page.waitForFunction(() => {
+      const bar = document.querySelector('[data-testid="progress"] progress');
+      return bar && Number(bar.value) >= 0.5;
+    }, null, { timeout: 120_000, polling: 20 });
+    await b.page.click('[data-testid="stop-early"]');
+    const s = await finalReport(b.page, 60_000, before);
+    assert.equal(s.status, "done", s.text);
+    assert.equal(s.report.exact, false, "stopped before the end");
+    // Both workers' random phases and nothing of their sweeps: the CLI's first 65,536 rows.
+    assert.equal(s.report.rows_seen, 65536);
+    for (const k of ["epsilon", "mu", "sigma"]) {
+      assert.ok(Math.abs(s.report[k] - randomPhase[k]) <= 1e-9, `${k}: page ${s.report[k]}, CLI ${randomPhase[k]}`);
+    }
+    const [lo, hi] = s.report.epsilon_ci;
+    assert.ok(lo < want.epsilon && want.epsilon < hi, `[${lo}, ${hi}] holds the exact ${want.epsilon}`);
+    assertClean(b);
+  } finally { await b.close(); }
+});
+
 /** A wide matrix analysed with both workers splitting it by columns, then its geometry, equal to
  *  the CLI's; the lead's wasm memory stays under `maxWasm` bytes (it holds G once: the helper's
  *  band arrives apart from its partial and is copied straight into G). */

@@ -1,0 +1,179 @@
+//! A narrow matrix's pass sweeps its tail in file order after a random phase (`src/pass/plan.rs`):
+//! the result is still exact, each share reads its part of the tail as one run of the file, and
+//! into the sweep the running estimate, a *Stop here* and a split stopped early are all the random
+//! phase's: the same numbers as a pass asked to stop where the random phase ends.
+
+use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::kernel::Precision;
+use orthoscope::pass::plan::RANDOM_PHASE_BLOCKS;
+use orthoscope::pass::shares::{PassPartial, Share};
+use orthoscope::read::format::{read_model, DType};
+use orthoscope::read::locate::choose;
+use orthoscope::read::source::SliceSource;
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin, Phase};
+
+const NAME: &str = "model.embed_tokens.weight";
+/// 1500 blocks of 8 rows: more than the random phase's 1024, so the last 476 (3808 rows, a few
+/// steps of the sweep) are swept.
+const ROWS: usize = 12000;
+const DIM: usize = 40;
+const BLOCK_ROWS: u64 = 8;
+/// Rows of the random phase: its 1024 blocks of 8.
+const RANDOM_ROWS: u64 = RANDOM_PHASE_BLOCKS as u64 * BLOCK_ROWS;
+
+fn model() -> Vec<u8> {
+    let mut values = trained_like(ROWS, DIM, 11);
+    values[7 * DIM..8 * DIM].fill(0.0);
+    safetensors_bytes(&[TensorSpec::matrix(NAME, DType::BF16, ROWS, DIM, &values)])
+}
+
+fn config() -> AnalysisConfig {
+    AnalysisConfig { block_rows: BLOCK_ROWS, precision: Precision::F64, ..AnalysisConfig::default() }
+}
+
+fn analysis(file: &[u8], config: AnalysisConfig) -> Analysis {
+    let source = SliceSource::new("m.safetensors", file.to_vec());
+    let model = read_model(&source, 0).unwrap();
+    let (t, why) = choose(&model, None, "m").unwrap();
+    Analysis::new(Box::new(source), t, Origin { tensor_reason: why, ..Origin::default() }, config).unwrap()
+}
+
+/// Steps `a` until it has read more than `rows` rows of its pass.
+fn step_past(a: &mut Analysis, rows: u64) {
+    while a.phase() != Phase::Pass || a.progress().rows_read <= rows {
+        assert_ne!(a.step().unwrap(), Phase::Done, "the pass ended before {rows} rows");
+    }
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * a.abs().max(b.abs())
+}
+
+/// The pass asked to stop where the random phase ends: no sweep, the same first 1024 blocks.
+fn random_phase_only(file: &[u8]) -> orthoscope::result::report::Report {
+    let config = AnalysisConfig { stop_after_rows: Some(RANDOM_ROWS), ..config() };
+    analysis(file, config).run().unwrap().report(0.0).unwrap()
+}
+
+#[test]
+fn a_swept_pass_is_exact_and_reads_its_tail_in_file_order() {
+    let file = model();
+    let swept = analysis(&file, config()).run().unwrap().report(0.0).unwrap();
+    // Blocks of 16 rows: 750 blocks, all in the shuffled order.
+    let shuffled = analysis(&file, AnalysisConfig { block_rows: 16, ..config() }).run().unwrap().report(0.0).unwrap();
+    assert!(swept.exact && shuffled.exact);
+    assert_eq!((swept.rows_seen, swept.rows_used), (ROWS as u64, ROWS as u64 - 1));
+    assert!(close(swept.mu, shuffled.mu, 1e-12), "μ {} vs {}", swept.mu, shuffled.mu);
+    assert!(close(swept.sigma, shuffled.sigma, 1e-12), "σ {} vs {}", swept.sigma, shuffled.sigma);
+
+    // Into the sweep, the reads listed next follow one another in the file.
+    let mut a = analysis(&file, config());
+    step_past(&mut a, RANDOM_ROWS);
+    let next = a.upcoming_reads(64);
+    assert_eq!(next.len(), 64);
+    assert!(next.windows(2).all(|w| w[1].0 > w[0].0), "ascending: {next:?}");
+    // Gaps only where the random phase took a block (1024 of 1500 blocks are spread over the file).
+    let row_bytes = (DIM * 2) as u64;
+    let spread = next.last().unwrap().0 - next[0].0;
+    assert!(spread < 64 * 8 * BLOCK_ROWS * row_bytes, "{spread} bytes for 64 blocks");
+}
+
+#[test]
+fn into_the_sweep_the_estimate_and_stop_here_are_the_random_phases() {
+    let file = model();
+    let reference = random_phase_only(&file);
+    assert!(!reference.exact);
+    assert_eq!(reference.rows_seen, RANDOM_ROWS);
+
+    let mut a = analysis(&file, config());
+    step_past(&mut a, RANDOM_ROWS + 10);
+    let first = a.progress();
+    assert_eq!(first.rows_seen, RANDOM_ROWS, "the estimate's rows: the random phase's");
+    assert!(first.rows_read > RANDOM_ROWS + 10, "the rows read move on: {}", first.rows_read);
+    step_past(&mut a, first.rows_read);
+    let later = a.progress();
+    assert_eq!((later.epsilon, later.epsilon_se, later.rows_seen), (first.epsilon, first.epsilon_se, first.rows_seen));
+    assert!(later.rows_read > first.rows_read);
+
+    // Stopped here, the result is that estimate, and it is the pass stopped after the random phase.
+    let stopped = a.report(0.0).unwrap();
+    assert!(!stopped.exact);
+    assert_eq!(stopped.rows_seen, RANDOM_ROWS);
+    assert_eq!(Some(stopped.epsilon), first.epsilon);
+    assert!(close(stopped.epsilon, reference.epsilon, 1e-12), "ε {} vs {}", stopped.epsilon, reference.epsilon);
+    assert!(close(stopped.sigma, reference.sigma, 1e-12));
+    let (se, reference_se) = (stopped.epsilon_se.unwrap(), reference.epsilon_se.unwrap());
+    assert!(se > 0.0 && close(se, reference_se, 1e-9), "se {se} vs {reference_se}");
+}
+
+/// A share's partial as the page sends it (`PassPartial::into_frame`), read back.
+fn through_a_message(partial: PassPartial) -> PassPartial {
+    let (head, values) = partial.into_frame();
+    let mut bytes = head;
+    bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    PassPartial::from_frame(&bytes).unwrap().0
+}
+
+#[test]
+fn a_split_by_rows_is_exact_when_every_share_ends_and_the_random_phase_when_one_stops() {
+    let file = model();
+    let whole = analysis(&file, config()).run().unwrap().report(0.0).unwrap();
+    let reference = random_phase_only(&file);
+    for of in [2u32, 3] {
+        let share = |i: u32| {
+            let mut a = analysis(&file, config());
+            a.set_share(Share::new(i, of).unwrap());
+            a
+        };
+        // Every share to its end: exact, the one-pass answer.
+        let mut lead = share(0).run().unwrap();
+        for i in 1..of {
+            lead.absorb(&through_a_message(share(i).run().unwrap().into_partial())).unwrap();
+        }
+        let merged = lead.report(0.0).unwrap();
+        assert!(merged.exact, "of={of}");
+        assert!(close(merged.epsilon, whole.epsilon, 1e-12), "of={of}: ε {} vs {}", merged.epsilon, whole.epsilon);
+
+        // The last share stopped inside its sweep: the others' swept blocks are left out too, and
+        // the result is the random phase of all of them, i.e. the pass stopped after it.
+        let mut lead = share(0).run().unwrap();
+        for i in 1..of {
+            let mut a = share(i);
+            if i == of - 1 {
+                step_past(&mut a, RANDOM_ROWS / of as u64 + 50);
+            } else {
+                a = a.run().unwrap();
+            }
+            lead.absorb(&through_a_message(a.into_partial())).unwrap();
+        }
+        let stopped = lead.report(0.0).unwrap();
+        assert!(!stopped.exact, "of={of}");
+        assert_eq!(stopped.rows_seen, RANDOM_ROWS, "of={of}");
+        assert!(
+            close(stopped.epsilon, reference.epsilon, 1e-12),
+            "of={of}: ε {} vs {}",
+            stopped.epsilon,
+            reference.epsilon
+        );
+        assert!(close(stopped.mu, reference.mu, 1e-12) && close(stopped.sigma, reference.sigma, 1e-12));
+    }
+}
+
+#[test]
+fn a_pass_that_does_not_sweep() {
+    let file = model();
+    // Too few blocks (750 of 16 rows), or a width past the sweep's: every position stays shuffled,
+    // so the estimate moves with every row.
+    for (block_rows, rows, dim) in [(16u64, ROWS, DIM), (2, 2100, 1100)] {
+        let file = if dim == DIM {
+            file.clone()
+        } else {
+            let values = trained_like(rows, dim, 5);
+            safetensors_bytes(&[TensorSpec::matrix(NAME, DType::BF16, rows, dim, &values)])
+        };
+        let mut a = analysis(&file, AnalysisConfig { block_rows, ..config() });
+        step_past(&mut a, rows as u64 / 2);
+        let p = a.progress();
+        assert_eq!(p.rows_seen, p.rows_read, "block_rows={block_rows} d={dim}");
+    }
+}
