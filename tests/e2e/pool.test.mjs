@@ -128,6 +128,17 @@ test("a worker that runs out of memory mid-run (no panic hook, a bare trap) fail
   await recovers("?workers=2&kernel=simd128&crash_after_rows=2000&crash=oom", /test out of memory/, /analysis worker stopped .*out of memory/, /unreachable|RuntimeError|analysis worker|memory/i);
 });
 
+/** Analyses `path` on the open page and checks the result is exact, from both workers, with the
+ *  CLI's ε (`want`); returns it. */
+async function exactOnBoth(b, path, want) {
+  const r = await analyseFiles(b.page, path);
+  assert.equal(r.status, "done", r.text);
+  assert.equal(r.report.workers, 2, "both workers ran the pass");
+  assert.equal(r.report.exact, true);
+  assert.ok(Math.abs(r.report.epsilon - want.epsilon) <= 1e-9, `ε: page ${r.report.epsilon}, CLI ${want.epsilon}`);
+  return r;
+}
+
 /**
  * Drops `path` again on the open page, clicks Stop here once the running ε covers `minRows` rows,
  * and checks the result is that estimate of 2 bands (not exact, with an interval near the CLI's
@@ -160,11 +171,7 @@ test("?split=columns: every worker reads every row and sums a band of G; the ε 
   const want = cliReport(path, "--threads", "2", "--split", "columns");
   const b = await openApp(server, "?workers=2&split=columns&kernel=simd128");
   try {
-    const r = await analyseFiles(b.page, path);
-    assert.equal(r.status, "done", r.text);
-    assert.equal(r.report.workers, 2);
-    assert.equal(r.report.exact, true);
-    assert.ok(Math.abs(r.report.epsilon - want.epsilon) <= 1e-9, `ε: page ${r.report.epsilon}, CLI ${want.epsilon}`);
+    await exactOnBoth(b, path, want);
     // Again, stopped: the running ε on screen comes from every band's checkpoint; it becomes the
     // result, with its interval, and the bands are cancelled. Past the first few hundred rows,
     // where the estimate of this clustered matrix has settled (at 64 rows it is 0.14, against
@@ -196,11 +203,7 @@ test("a narrow matrix sweeps its tail in file order: two workers give the CLI's 
   assert.equal(randomPhase.rows_seen, 65536);
   const b = await openApp(server, "?workers=2&kernel=simd128");
   try {
-    const r = await analyseFiles(b.page, path);
-    assert.equal(r.status, "done", r.text);
-    assert.equal(r.report.workers, 2);
-    assert.equal(r.report.exact, true);
-    assert.ok(Math.abs(r.report.epsilon - want.epsilon) <= 1e-9, `ε: page ${r.report.epsilon}, CLI ${want.epsilon}`);
+    const r = await exactOnBoth(b, path, want);
     console.log(`exact pass 600000×256 bf16 (153.6 MB), 2 workers: ${r.report.timing_ms.toFixed(0)} ms`);
 
     // Again, stopped half-way: well into the sweep (the random phase is 11 % of the rows).
@@ -233,12 +236,8 @@ async function wideSplit(path, maxWasm) {
   // The plain simd128 build: its kernels are the CLI's portable ones bit for bit.
   const b = await openApp(server, "?workers=2&kernel=simd128");
   try {
-    const r = await analyseFiles(b.page, path);
-    assert.equal(r.status, "done", r.text);
-    assert.equal(r.report.workers, 2, "both workers ran the pass");
-    assert.equal(r.report.exact, true);
+    const r = await exactOnBoth(b, path, want);
     assert.equal(r.report.rows_used, want.rows_used);
-    assert.ok(Math.abs(r.report.epsilon - want.epsilon) <= 1e-9, `ε: page ${r.report.epsilon}, CLI ${want.epsilon}`);
     const wasm = r.report.peak_wasm_bytes;
     assert.ok(wasm > 0 && wasm < maxWasm, `the lead's wasm memory: ${wasm} bytes, over ${maxWasm}`);
     // The eigen step runs after the result is shown; wait for its Report.
