@@ -67,6 +67,29 @@ fn simd_f32_gram_update_equals_portable_bit_for_bit() {
     }
 }
 
+/// The batched kernel (several chunks per call, the last one short) over the whole G and over
+/// bands that start and end inside the blocks it visits (a split by columns): every panel and
+/// octet block boundary, bit for bit the portable kernel's.
+#[wasm_bindgen_test]
+fn simd_f32_batches_and_bands_equal_portable_bit_for_bit() {
+    let (rows, dim) = (200, 1100);
+    let d = kernel::padded_dim(dim);
+    let wide: Vec<f64> = unit_rows(rows, dim, 9).iter().map(|&x| x as f64).collect();
+    let (mut batch, mut rounded) = (Vec::new(), Vec::new());
+    for (r, row) in wide.chunks_exact(d).enumerate() {
+        kernel::pack_row_f32_into(row, &[], r, &mut batch, &mut rounded);
+    }
+    let panels = d / kernel::TILE_A;
+    for range in [0..panels, 0..18, 18..panels, 34..100, 262..panels] {
+        let mut a = PackedGram::band(dim, range.clone());
+        let mut b = PackedGram::band(dim, range.clone());
+        simd::gram_update_f32_chunks(&batch, kernel::MAX_CHUNK_ROWS, rows, &mut a);
+        portable::gram_update_f32_chunks(&batch, kernel::MAX_CHUNK_ROWS, rows, &mut b);
+        assert_eq!(a, b, "panels {range:?}");
+        assert!(a.frobenius_sq() > 0.0, "panels {range:?}");
+    }
+}
+
 /// |Δε| ≤ 1e-7 and |Δσ|/σ ≤ 1e-6 between the relaxed and plain f32 kernels, and every G
 /// entry within the f32 bound of the other (a fused multiply-add rounds once where the plain kernel
 /// rounds twice).
@@ -302,23 +325,41 @@ async fn bench_f32_kernel_against_the_peak() {
         let _ = bench::gram_gflops(256, 64, Precision::F64);
         sleep_ms(300).await;
     }
-    let peak = bench::peak_f32x4_gflops(20_000_000, false).unwrap_or(f64::NAN);
-    let peak_relaxed = bench::peak_f32x4_gflops(20_000_000, true);
-    for (dim, rows) in [(1024, 1024), (4096, 512)] {
-        let f32_gflops = bench::gram_gflops(dim, rows, Precision::F32).unwrap_or(f64::NAN);
+    for (dim, rows) in [(1024, 1024), (2048, 1024), (4096, 512)] {
+        // Each kernel against the peak of the instructions it runs: the relaxed build's multiply-add
+        // against the relaxed peak loop, the plain build's multiply then add against the plain one.
+        // The machine is shared and its speed drifts over seconds, so the peak is measured next to
+        // every kernel measurement and the ratios of those pairs are what is compared (their median).
+        let mut ratios = Vec::new();
+        let (mut f32_gflops, mut own_peak) = (0.0f64, 0.0f64);
+        for _ in 0..BENCH_PAIRS {
+            let peak = bench::peak_f32x4_gflops(20_000_000, true)
+                .or_else(|| bench::peak_f32x4_gflops(20_000_000, false))
+                .unwrap_or(f64::NAN);
+            let gflops = bench::gram_gflops(dim, rows, Precision::F32).unwrap_or(f64::NAN);
+            ratios.push(gflops / peak);
+            (f32_gflops, own_peak) = (f32_gflops.max(gflops), own_peak.max(peak));
+        }
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
         // One 64-row chunk per call: G streams through memory on every call, as before batches.
         let per_chunk = bench::gram_f32_gflops(dim, rows, kernel::MAX_CHUNK_ROWS).unwrap_or(f64::NAN);
         let f64_gflops = bench::gram_gflops(dim, rows, Precision::F64).unwrap_or(f64::NAN);
         console_log!(
-            "BENCH d={dim}: {} f32 Gram {f32_gflops:.1} GFLOP/s ({:.0} % of the f32x4 mul+add peak {peak:.1}), \
-             per 64-row call {per_chunk:.1}, f64 Gram {f64_gflops:.1} GFLOP/s; relaxed madd peak {}",
+            "BENCH d={dim}: {} f32 Gram {:.0} % of this build's f32x4 peak (median of {BENCH_PAIRS} pairs; {:.0}–{:.0} %), \
+             best {f32_gflops:.1} GFLOP/s against a best peak of {own_peak:.1}; per 64-row call {per_chunk:.1}, \
+             f64 Gram {f64_gflops:.1} GFLOP/s",
             kernel::kernel_name(Precision::F32),
-            100.0 * f32_gflops / peak,
-            peak_relaxed.map_or("not in this build".to_string(), |p| format!("{p:.1} GFLOP/s"))
+            100.0 * median,
+            100.0 * ratios[0],
+            100.0 * ratios[ratios.len() - 1],
         );
-        assert!(f32_gflops.is_finite() && f64_gflops.is_finite());
+        assert!(median.is_finite() && f64_gflops.is_finite());
     }
 }
+
+/// Pairs of (peak, kernel) measurements per width in the benchmark above.
+const BENCH_PAIRS: usize = 7;
 
 fn bench_at(dim: usize, rows: usize) {
     let u = unit_rows(rows, dim, 11);

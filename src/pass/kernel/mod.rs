@@ -91,6 +91,11 @@ pub const PANEL_BLOCK: usize = 16;
 /// passes through it: [`PANEL_BLOCK`]·4 rows × 64·8 columns of f64 are 256 KiB, inside a 1–2 MiB L2.
 /// Each chunk's fold then hits cache; G itself streams through memory once per batch instead of once
 /// per chunk (67 MB per 64 rows at d = 4096, the bound that kept two workers from scaling).
+/// Inside a block the f32 kernels take one panel at a time across all its column octets: its four
+/// rows of G are then read in address order, which the hardware prefetcher follows when the block
+/// first comes from memory, while the chunk's 64 octets (128 KiB) stay in L2 for all 16 panels.
+/// Measured in Chromium at d = 4096 against octet-major order (each octet against all 16 panels,
+/// which reads 64 rows of G a line at a time): 36 → 40 GFLOP/s plain, 43 → 49 relaxed.
 pub const COLUMN_BLOCK: usize = 64;
 /// Most bytes of f32 rows the f32 pass buffers for one kernel call ([`batch_rows`]).
 pub const BATCH_BYTES: usize = 4 << 20;

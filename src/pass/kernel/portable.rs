@@ -46,7 +46,8 @@ fn gram_update_f32_body(packed: &[f32], stride: usize, rows: usize, g: &mut Pack
     let octets = d / LANES;
     // Row octets m (panels 2m and 2m+1, which start at the same column 8m) in blocks of
     // PANEL_BLOCK panels, times COLUMN_BLOCK column octets: that block of G stays in cache while
-    // every chunk of the batch is folded into it.
+    // every chunk of the batch is folded into it, one row octet at a time across the block's
+    // columns (G's rows read in address order: see COLUMN_BLOCK).
     // Only the stored panels (a band of G, or all of it); bands start and end on whole octets.
     let stored = g.panel_range();
     let (first, last) = (stored.start / 2, stored.end.div_ceil(2).min(octets));
@@ -58,10 +59,10 @@ fn gram_update_f32_body(packed: &[f32], stride: usize, rows: usize, g: &mut Pack
                 let k = stride.min(rows - c * stride);
                 let chunk = &packed[c * stride * d..];
                 let octet = |q: usize| &chunk[q * stride * LANES..q * stride * LANES + k * LANES];
-                for q in q0..q1 {
-                    let b = octet(q);
-                    for m in m0..m1.min(q + 1) {
-                        let a = octet(m);
+                for m in m0..m1 {
+                    let a = octet(m);
+                    for q in q0.max(m)..q1 {
+                        let b = octet(q);
                         let mut acc = [[0.0f32; LANES]; 2 * TILE_A];
                         for (ar, br) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
                             for (acc_t, &s) in acc.iter_mut().zip(ar) {

@@ -14,7 +14,8 @@ use super::{PackedGram, COLUMN_BLOCK, LANES, PANEL_BLOCK, TILE_A};
 /// registers for a whole chunk (plus two for the column octet and one broadcast: 11 of the 16
 /// vector registers V8 uses on x64); then each register is widened to two f64x2 and added to G.
 /// The tiles are visited block of G by block of G ([`super::PANEL_BLOCK`] panels ×
-/// [`super::COLUMN_BLOCK`] octets), every chunk of the batch in turn, so the folds hit cache.
+/// [`super::COLUMN_BLOCK`] octets), every chunk of the batch in turn, so the folds hit cache;
+/// inside a block each panel walks its rows of G octet after octet (see [`super::COLUMN_BLOCK`]).
 macro_rules! gram_update_f32_kernel {
     ($(#[$attr:meta])* $name:ident, $madd:path) => {
         $(#[$attr])*
@@ -33,21 +34,19 @@ macro_rules! gram_update_f32_kernel {
                     for c in 0..chunks {
                         let k = stride.min(rows - c * stride);
                         let base = c * stride * d;
-                        for q in q0..q1 {
-                            let b = &packed[base + q * stride * LANES..base + q * stride * LANES + k * LANES];
-                            for p in p0..p1 {
-                                let c0 = PackedGram::panel_start(p);
-                                if q * LANES < c0 {
-                                    continue;
-                                }
-                                let width = d - c0;
-                                let oa = p * TILE_A / LANES;
-                                let a = &packed[base + oa * stride * LANES..base + oa * stride * LANES + k * LANES];
-                                let half = p * TILE_A % LANES;
+                        for p in p0..p1 {
+                            let c0 = PackedGram::panel_start(p);
+                            let width = d - c0;
+                            let oa = p * TILE_A / LANES;
+                            let a = &packed[base + oa * stride * LANES..base + oa * stride * LANES + k * LANES];
+                            let half = p * TILE_A % LANES;
+                            let panel = g.panel_mut(p);
+                            assert!(panel.len() == TILE_A * width);
+                            let out = panel.as_mut_ptr();
+                            for q in q0.max(c0 / LANES)..q1 {
+                                let b = &packed[base + q * stride * LANES..base + q * stride * LANES + k * LANES];
                                 let col = q * LANES - c0;
-                                let panel = g.panel_mut(p);
-                                assert!(panel.len() == TILE_A * width && col + LANES <= width);
-                                let out = panel.as_mut_ptr();
+                                assert!(col + LANES <= width);
                                 // SAFETY: a and b are k*8 long, r < k and half + 3 < 8, so every load
                                 // is inside them; the tile's stores t*width + col + 7 < 4*width
                                 // (asserted).
