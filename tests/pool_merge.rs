@@ -493,3 +493,83 @@ fn the_native_pass_gives_one_answer_for_any_number_of_threads_and_reads_a_folder
     assert!(matches!(err, ThreadsError::EmptyDirectory { .. }), "{err:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A matrix whose rows share one large component (cosines near 1, σ inside the f32 noise): the
+/// sample sends the pass to f64.
+fn concentrated(rows: usize, dim: usize, seed: u64) -> Vec<u8> {
+    let mut values = trained_like(rows, dim, seed);
+    for row in values.chunks_exact_mut(dim) {
+        row[0] += 300.0;
+    }
+    safetensors_bytes(&[TensorSpec::matrix(NAME, DType::F32, rows, dim, &values)])
+}
+
+/// The CLI's threads take the histogram's sample once: the lead reads it, its pairs are computed
+/// outside the steps (on every core: `Analysis::finish_sample_pairs_with`), and every other share
+/// starts its pass with the lead's verdict (`Analysis::skip_sample`). The report and each share's
+/// partial are then the ones the steps give, bit for bit, for an f32 pass (with its centre) and an
+/// f64 one.
+#[test]
+fn a_sample_paired_at_once_and_shares_given_the_leads_verdict_change_nothing() {
+    use orthoscope::pass::kernel;
+    use orthoscope::run::analysis::Phase;
+    for (file, f64) in [(model(3000, 80, 21), false), (concentrated(1500, 64, 22), true)] {
+        let config = AnalysisConfig::default();
+        let stepped = analysis(&file, config.clone()).run().unwrap();
+        let mut at_once = analysis(&file, config.clone());
+        while at_once.phase() == Phase::Sample {
+            at_once.step().unwrap();
+        }
+        // The blocks computed last first, as threads may finish them.
+        let done = at_once
+            .finish_sample_pairs_with(|units, d, blocks| {
+                let n = units.len() / d;
+                let mut out: Vec<Vec<f32>> = blocks
+                    .iter()
+                    .rev()
+                    .map(|b| {
+                        let mut o = vec![0.0; b.len() * (n - b.start)];
+                        kernel::dots(&units[b.start * d..b.end * d], &units[b.start * d..], d, &mut o);
+                        o
+                    })
+                    .collect();
+                out.reverse();
+                out
+            })
+            .unwrap();
+        assert!(done && at_once.phase() == Phase::Pass);
+        let verdict = at_once.sample_verdict().cloned().expect("a verdict once the sample is done");
+        assert_eq!(verdict.f64, f64, "the matrix sends the pass to f64: {f64}");
+        assert_eq!(verdict.centre.is_some(), !f64, "an f32 pass has a centre");
+        assert_eq!(Some(&verdict), stepped.sample_verdict());
+        let at_once = at_once.run().unwrap();
+        let report = |a: &Analysis| Report { gram_gflops: None, ..a.report(0.0).unwrap() };
+        assert_eq!(report(&at_once), report(&stepped), "f64: {f64}");
+        for share in [Share::new(1, 3).unwrap(), Share::new(2, 3).unwrap(), Share::columns(1, 2).unwrap()] {
+            let own = share_partial(&file, &config, share);
+            let mut given = analysis(&file, config.clone());
+            given.set_share(share);
+            assert!(given.skip_sample(&verdict));
+            // Equal but for the kernel's timing.
+            let untimed = |mut p: PassPartial| {
+                if let PairAccumulator::Gram(g) = &mut p.gram {
+                    g.kernel_ms = 0.0;
+                }
+                p
+            };
+            assert_eq!(untimed(given.run().unwrap().into_partial()), untimed(own), "{share:?}, f64: {f64}");
+        }
+        // Too late once a step was taken; and arrays of the wrong sizes are refused, the steps
+        // then pair the sample as before.
+        let mut late = analysis(&file, config.clone());
+        late.step().unwrap();
+        assert!(!late.skip_sample(&verdict));
+        let mut refused = analysis(&file, config.clone());
+        while refused.phase() == Phase::Sample {
+            refused.step().unwrap();
+        }
+        assert!(!refused.finish_sample_pairs_with(|_, _, blocks| vec![Vec::new(); blocks.len()]).unwrap());
+        assert_eq!(refused.phase(), Phase::SamplePairs);
+        assert_eq!(report(&refused.run().unwrap()), report(&stepped));
+    }
+}

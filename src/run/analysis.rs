@@ -105,6 +105,19 @@ pub enum Phase {
     Done,
 }
 
+/// What the histogram's sample decided for the pass ([`Analysis::sample_verdict`]): whether the
+/// Gram kernel runs in f64 though f32 was asked for, the f32 kernel's centre (the sample's mean
+/// unit row), and the reason the report gives for the precision.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SampleVerdict {
+    /// f64 instead of the f32 asked for (σ inside the f32 noise).
+    pub f64: bool,
+    /// The f32 pass's centre, d_pad long.
+    pub centre: Option<Vec<f64>>,
+    /// `Report::precision_reason`.
+    pub precision_reason: String,
+}
+
 /// A snapshot for the progress bar and the running ε.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
@@ -160,6 +173,8 @@ pub struct Analysis {
     gram: PairAccumulator,
     /// Why the pass runs in f64 when f32 was asked for (empty otherwise).
     precision_reason: String,
+    /// What the histogram's sample decided for the pass, once it has (`choose_precision`).
+    verdict: Option<SampleVerdict>,
     /// Σ cos, Σ cos², pair count over pairs within the visited blocks (the running estimate's
     /// within-block stratum).
     within: (f64, f64, u64),
@@ -352,6 +367,7 @@ impl Analysis {
             sample_counts: RowCounts::default(),
             pair_sample: None,
             pair_block: 0,
+            verdict: None,
             gram,
             precision_reason: match config.precision {
                 Precision::F64 => "asked for (precision=f64)".to_string(),
@@ -557,12 +573,7 @@ impl Analysis {
             Phase::SamplePairs => {
                 self.step_sample_pairs();
                 if self.phase != Phase::SamplePairs {
-                    self.choose_precision();
-                    self.start_gpu()?;
-                    // The sample's unit rows (2048 × d f32: 134 MB at d = 16384) have given the
-                    // histogram, the precision and the centre; freed before G is first written, so
-                    // that G can take their room.
-                    self.sample_units = Vec::new();
+                    self.end_sample()?;
                 }
             }
             Phase::Pass if self.on_gpu() => self.step_pass_gpu()?,
@@ -688,64 +699,149 @@ impl Analysis {
     fn step_sample_pairs(&mut self) {
         let d = self.dim_padded;
         let n = self.sample_units.len() / d;
-        // Pairs within a block are left out unless the sample is the whole matrix (see PairSample).
-        let whole = self.plan.sample_blocks >= self.plan.blocks.len();
-        let Some(sample) = self.pair_sample.as_mut() else {
+        if self.pair_sample.is_none() {
             self.phase = Phase::Pass;
             return;
-        };
+        }
         let i0 = self.pair_block * MAX_CHUNK_ROWS;
         if i0 >= n {
             self.phase = Phase::Pass;
             return;
         }
         let i1 = (i0 + MAX_CHUNK_ROWS).min(n);
-        // Rows i0..i1 against rows i0..n; keep pairs i < j.
+        // Rows i0..i1 against rows i0..n.
         let a = &self.sample_units[i0 * d..i1 * d];
         let b = &self.sample_units[i0 * d..n * d];
-        let nb = n - i0;
-        self.units.resize((i1 - i0) * nb, 0.0);
+        self.units.resize((i1 - i0) * (n - i0), 0.0);
         kernel::dots(a, b, d, &mut self.units);
-        for i in 0..i1 - i0 {
-            for j in i + 1..nb {
-                if whole || sample.block[i0 + i] != sample.block[i0 + j] {
-                    sample.add_pair(i0 + i, i0 + j, self.units[i * nb + j]);
-                }
-            }
-        }
-        self.pair_block += 1;
+        self.take_sample_pairs();
         if i1 >= n {
             self.phase = Phase::Pass;
         }
     }
 
-    /// Before the pass: keeps f32 only where the sample says it meets the exactness targets
-    /// (`kernel::f32_suffices`); the accumulator is still empty, so it is simply replaced.
-    fn choose_precision(&mut self) {
-        if self.config.precision != Precision::F32 || self.gram.counts().seen > 0 {
-            return;
-        }
-        if self.gram.precision() == Precision::F64 {
-            // The row route (few rows, wide rows) sums pair cosines in f64 without a Gram kernel.
-            self.precision_reason = "few rows: pair cosines summed directly".to_string();
-            return;
-        }
-        let verdict = match self.pair_sample.as_ref().and_then(PairSample::moments) {
-            Some(m) => kernel::f32_suffices(m.mu, m.sigma),
-            None => Err("no sample to judge σ by".to_string()),
-        };
-        match verdict {
-            Err(reason) => {
-                self.gram.use_f64();
-                self.precision_reason = reason;
-            }
-            Ok(()) => {
-                // The sample's mean unit row as the f32 pass's centre (see `GramMoments`).
-                if let Some(centre) = mean_row(&self.sample_units, self.dim_padded) {
-                    self.gram.set_centre(&centre);
+    /// Takes in block `pair_block` of the sample's pairs from `self.units` (rows i0..i1 against
+    /// rows i0..n), keeping pairs i < j, and moves on to the next block.
+    fn take_sample_pairs(&mut self) {
+        let n = self.sample_units.len() / self.dim_padded.max(1);
+        // Pairs within a block are left out unless the sample is the whole matrix (see PairSample).
+        let whole = self.plan.sample_blocks >= self.plan.blocks.len();
+        let Some(sample) = self.pair_sample.as_mut() else { return };
+        let i0 = self.pair_block * MAX_CHUNK_ROWS;
+        let i1 = (i0 + MAX_CHUNK_ROWS).min(n);
+        let nb = n.saturating_sub(i0);
+        for i in 0..i1.saturating_sub(i0) {
+            for j in i + 1..nb {
+                if whole || sample.block.get(i0 + i) != sample.block.get(i0 + j) {
+                    sample.add_pair(i0 + i, i0 + j, self.units.get(i * nb + j).copied().unwrap_or(0.0));
                 }
             }
         }
+        self.pair_block += 1;
+    }
+
+    /// The sample's pairs are all in: the precision and the centre are chosen, the GPU offered
+    /// starts, and the sample's unit rows (2048 × d f32: 134 MB at d = 16384), which have given the
+    /// histogram, the precision and the centre, are freed before G is first written, so that G can
+    /// take their room.
+    fn end_sample(&mut self) -> Result<(), Error> {
+        self.choose_precision();
+        self.start_gpu()?;
+        self.sample_units = Vec::new();
+        Ok(())
+    }
+
+    /// Ends the sample at once where the caller has cores to spare (the CLI's threads): once the
+    /// sample's rows are read (the phase is [`Phase::SamplePairs`]), `dots_of` computes the dot
+    /// products of every remaining block of [`MAX_CHUNK_ROWS`] sample rows against the rows from
+    /// its own on, as [`kernel::dots`] would — given the unit rows (`dim_padded` each), d_pad and
+    /// the blocks' row ranges, it returns one `(i1 − i0) × (n − i0)` array per block, in order —
+    /// and the pairs are then taken in exactly as the steps would have taken them, block by block:
+    /// the same histogram, moments and verdict, bit for bit. Returns false (nothing done) in
+    /// another phase or when `dots_of` returns arrays of the wrong sizes.
+    pub fn finish_sample_pairs_with(
+        &mut self,
+        dots_of: impl FnOnce(&[f32], usize, &[std::ops::Range<usize>]) -> Vec<Vec<f32>>,
+    ) -> Result<bool, Error> {
+        if self.phase != Phase::SamplePairs {
+            return Ok(false);
+        }
+        let d = self.dim_padded;
+        let n = self.sample_units.len() / d.max(1);
+        let blocks: Vec<_> = (self.pair_block * MAX_CHUNK_ROWS..n)
+            .step_by(MAX_CHUNK_ROWS)
+            .map(|i0| i0..(i0 + MAX_CHUNK_ROWS).min(n))
+            .collect();
+        let dots = dots_of(&self.sample_units, d, &blocks);
+        if dots.len() != blocks.len() || blocks.iter().zip(&dots).any(|(b, v)| v.len() != b.len() * (n - b.start)) {
+            return Ok(false);
+        }
+        for products in dots {
+            self.units = products;
+            self.take_sample_pairs();
+        }
+        self.phase = Phase::Pass;
+        self.end_sample()?;
+        Ok(true)
+    }
+
+    /// What the sample decided for the pass (None until the sample is done): every share of a
+    /// split pass must run with its lead's, since partials add only with the same precision and
+    /// centre. A share given it ([`Analysis::skip_sample`]) need not read the sample itself.
+    pub fn sample_verdict(&self) -> Option<&SampleVerdict> {
+        self.verdict.as_ref()
+    }
+
+    /// Starts the pass of a share with its lead's [`SampleVerdict`] instead of reading and pairing
+    /// the histogram's sample itself (call before the first step): the share's partial is then the
+    /// one it would have made. False (nothing done) once a step was taken.
+    pub fn skip_sample(&mut self, verdict: &SampleVerdict) -> bool {
+        if self.phase != Phase::Sample || self.sample_read > 0 {
+            return false;
+        }
+        if verdict.f64 {
+            self.gram.use_f64();
+        }
+        if let Some(centre) = &verdict.centre {
+            self.gram.set_centre(centre);
+        }
+        self.precision_reason = verdict.precision_reason.clone();
+        self.verdict = Some(verdict.clone());
+        self.phase = Phase::Pass;
+        true
+    }
+
+    /// Before the pass: keeps f32 only where the sample says it meets the exactness targets
+    /// (`kernel::f32_suffices`); the accumulator is still empty, so it is simply replaced.
+    fn choose_precision(&mut self) {
+        let mut verdict = SampleVerdict::default();
+        if self.config.precision == Precision::F32 && self.gram.counts().seen == 0 {
+            if self.gram.precision() == Precision::F64 {
+                // The row route (few rows, wide rows) sums pair cosines in f64 without a Gram kernel.
+                self.precision_reason = "few rows: pair cosines summed directly".to_string();
+            } else {
+                let judged = match self.pair_sample.as_ref().and_then(PairSample::moments) {
+                    Some(m) => kernel::f32_suffices(m.mu, m.sigma),
+                    None => Err("no sample to judge σ by".to_string()),
+                };
+                match judged {
+                    Err(reason) => {
+                        self.gram.use_f64();
+                        self.precision_reason = reason;
+                        verdict.f64 = true;
+                    }
+                    Ok(()) => {
+                        // The sample's mean unit row as the f32 pass's centre (see `GramMoments`).
+                        if let Some(centre) = mean_row(&self.sample_units, self.dim_padded) {
+                            self.gram.set_centre(&centre);
+                            verdict.centre = Some(centre);
+                        }
+                    }
+                }
+            }
+        }
+        verdict.precision_reason = self.precision_reason.clone();
+        self.verdict = Some(verdict);
     }
 
     /// The Gram pass's arithmetic (decided when the pass begins).

@@ -21,7 +21,9 @@ use crate::read::locate::{choose_in_set, locate, role_by_name, role_of_choice, L
 use crate::read::matrix::Matrix;
 use crate::read::source::ByteSource;
 use crate::result::report::{Report, UnembeddingReport};
-use crate::run::analysis::{planned_accumulator_bytes, Analysis, AnalysisConfig, Origin, Phase, Progress};
+use crate::run::analysis::{
+    planned_accumulator_bytes, Analysis, AnalysisConfig, Origin, Phase, Progress, SampleVerdict,
+};
 use crate::run::error::Error;
 
 /// Rows sampled from the unembedding.
@@ -373,6 +375,24 @@ impl Job {
     /// Whether the embedding's Gram pass is running on the GPU (its sums not yet read back).
     pub fn on_gpu(&self) -> bool {
         self.embedding.on_gpu()
+    }
+
+    /// Reads the histogram's sample of the embedding and takes in its pairs, their dot products
+    /// computed by `dots_of` (natively on every core: [`Analysis::finish_sample_pairs_with`]), and
+    /// returns what the sample decided, for the shares of a split pass ([`Analysis::skip_sample`]).
+    /// Call before the first step. Should `dots_of` fail, the pairs are taken by steps instead.
+    pub fn finish_sample_with(
+        &mut self,
+        dots_of: impl FnOnce(&[f32], usize, &[std::ops::Range<usize>]) -> Vec<Vec<f32>>,
+    ) -> Result<Option<SampleVerdict>, Error> {
+        while self.embedding.phase() == Phase::Sample {
+            self.embedding.step()?;
+        }
+        self.embedding.finish_sample_pairs_with(dots_of)?;
+        while self.embedding.phase() == Phase::SamplePairs {
+            self.embedding.step()?;
+        }
+        Ok(self.embedding.sample_verdict().cloned())
     }
 
     /// Whether the embedding's pass has a running ε yet (cheap: no ‖G‖ is computed).

@@ -15,6 +15,7 @@ use thiserror::Error;
 use crate::explain::centred::{centred, CentredError};
 use crate::pass::accumulate::Route;
 use crate::pass::gpu::GpuChoice;
+use crate::pass::kernel;
 pub use crate::pass::shares::Split;
 use crate::pass::shares::{choose_split, Share};
 use crate::read::source::{ByteSource, FileSource, ReadError};
@@ -150,6 +151,14 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
         job.split(of);
     }
     let share_of = move |index| if columns { Share::columns(index, of) } else { Share::new(index, of) };
+    // The histogram's sample once, its pairs on every thread, before the shares start: each share
+    // then skips it (it took every share as long as ~0.6 s at d = 4096, all of them at once, in a
+    // pass that 16 threads finish in ~1 s).
+    let verdict = if of > 1 {
+        job.finish_sample_with(|units, d, blocks| sample_dots(of as usize, units, d, blocks))?
+    } else {
+        None
+    };
     // Sources are not Send: each pool thread opens the files itself.
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads((of as usize).saturating_sub(1).max(1))
@@ -160,10 +169,14 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
     pool.in_place_scope(|scope| {
         for index in 1..of {
             let (partials, chosen, config, open) = (&partials, &opened.chosen, config.clone(), &open);
+            let verdict = verdict.as_ref();
             scope.spawn(move |_| {
                 let partial = open().and_then(|sources| {
                     let share = share_of(index).ok_or(ThreadsError::Panicked)?;
-                    let analysis = Job::open_share(sources, chosen, config, share)?;
+                    let mut analysis = Job::open_share(sources, chosen, config, share)?;
+                    if let Some(verdict) = verdict {
+                        analysis.skip_sample(verdict);
+                    }
                     Ok(analysis.run()?.into_partial())
                 });
                 if let Ok(mut all) = partials.lock() {
@@ -182,6 +195,51 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
         job.absorb(&partial?)?;
     }
     finish(job, request, started)
+}
+
+/// The dot products of the histogram's sample pairs (`Analysis::finish_sample_pairs_with`) on
+/// `threads` threads, this one included: block i of `blocks` (rows i0..i1 of `units`, against
+/// rows i0..n) on thread i mod `threads`, each by `kernel::dots`, so every value is the one a
+/// step computes. A thread that fails or cannot start leaves its blocks empty, which the caller
+/// refuses (the lead then pairs the sample by steps).
+fn sample_dots(threads: usize, units: &[f32], d: usize, blocks: &[std::ops::Range<usize>]) -> Vec<Vec<f32>> {
+    let n = units.len() / d.max(1);
+    let one = |rows: &std::ops::Range<usize>| {
+        let (Some(a), Some(b)) = (units.get(rows.start * d..rows.end * d), units.get(rows.start * d..n * d)) else {
+            return Vec::new();
+        };
+        let mut out = vec![0.0f32; rows.len() * n.saturating_sub(rows.start)];
+        kernel::dots(a, b, d, &mut out);
+        out
+    };
+    let threads = threads.clamp(1, blocks.len().max(1));
+    let mut products = vec![Vec::new(); blocks.len()];
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads)
+            .filter_map(|t| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || {
+                        blocks
+                            .iter()
+                            .enumerate()
+                            .skip(t)
+                            .step_by(threads)
+                            .map(|(i, rows)| (i, one(rows)))
+                            .collect::<Vec<_>>()
+                    })
+                    .ok()
+            })
+            .collect();
+        for (i, rows) in blocks.iter().enumerate().step_by(threads) {
+            products[i] = one(rows);
+        }
+        for done in others.into_iter().filter_map(|h| h.join().ok()) {
+            for (i, values) in done {
+                products[i] = values;
+            }
+        }
+    });
+    products
 }
 
 /// Opens every file named, a directory standing for the regular files directly in it.
