@@ -163,7 +163,7 @@ pub fn gram_f32_gflops(dim: usize, rows: usize, batch: usize) -> Option<f64> {
 }
 
 /// Times of a measurement this many times; the fastest counts.
-pub const REPEATS: usize = 5;
+pub const REPEATS: usize = 3;
 
 /// The fastest of [`REPEATS`] runs of `run`, in milliseconds: the benchmark shares the machine
 /// (other processes, a hypervisor), and what it compares is the kernel's speed when nothing else
