@@ -567,10 +567,10 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
     portable::gram_update(packed, k, g);
 }
 
-/// Rows of `b` that [`dots`] takes against every row of `a` before moving on (even, so the 2×2
-/// tiles never straddle two blocks): 16 rows of d = 4096 f32 are 256 KiB, which stay in L2 while
-/// all of `a` passes over them. Without the blocking every pair of `a` rows streamed all of `b`
-/// from memory (32 MB for a 2048-row sample at d = 4096).
+/// Rows of `b` that [`dots`] takes against every row of `a` before moving on (a multiple of 4, so
+/// the kernels' tiles never straddle two blocks): 16 rows of d = 4096 f32 are 256 KiB, which stay
+/// in L2 while all of `a` passes over them. Without the blocking every pair of `a` rows streamed
+/// all of `b` from memory (32 MB for a 2048-row sample at d = 4096).
 pub const DOTS_B_BLOCK: usize = 16;
 
 /// `out[i * nb + j] = a_i · b_j` for rows of `a` and `b` (each `dim_padded` long).

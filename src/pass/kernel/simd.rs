@@ -175,8 +175,12 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
     }
 }
 
-/// See [`super::dots`]. Two rows of `a` against two rows of `b` at a time, four lanes each, over
-/// blocks of [`super::DOTS_B_BLOCK`] rows of `b`.
+/// See [`super::dots`]. Tiles of two rows of `a` against four rows of `b`, four lanes each, over
+/// blocks of [`super::DOTS_B_BLOCK`] rows of `b`: eight accumulators, four row vectors of `b` and
+/// one of `a` (13 of V8's 16 vector registers), six loads per eight multiply-adds where the 2×2
+/// tile took four per four. Measured in Chromium (best of 5, interleaved; the histogram sample's
+/// shape): 28–32 → 33–37 GFLOP/s at d = 4096. Each pair's sum is still lane by lane over x, then
+/// `hsum`, as in the portable kernel.
 pub fn dots(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
     if d == 0 {
         return;
@@ -186,52 +190,63 @@ pub fn dots(a: &[f32], b: &[f32], d: usize, out: &mut [f32]) {
     assert!(out.len() >= na * nb && d.is_multiple_of(4));
     for jb in (0..nb).step_by(super::DOTS_B_BLOCK) {
         let je = (jb + super::DOTS_B_BLOCK).min(nb);
-        dots_block(a, b, d, na, nb, jb..je, out);
+        let mut i = 0;
+        while i < na {
+            let ma = if i + 2 <= na { 2 } else { 1 };
+            let mut j = jb;
+            while j < je {
+                let mb = if j + 4 <= je { 4 } else { 1 };
+                match (ma, mb) {
+                    (2, 4) => dots_tile::<2, 4>(a, b, d, nb, i, j, out),
+                    (2, _) => dots_tile::<2, 1>(a, b, d, nb, i, j, out),
+                    (_, 4) => dots_tile::<1, 4>(a, b, d, nb, i, j, out),
+                    _ => dots_tile::<1, 1>(a, b, d, nb, i, j, out),
+                }
+                j += mb;
+            }
+            i += ma;
+        }
     }
 }
 
-/// Every row of `a` against rows `js` of `b`.
-fn dots_block(a: &[f32], b: &[f32], d: usize, na: usize, nb: usize, js: std::ops::Range<usize>, out: &mut [f32]) {
-    let mut i = 0;
-    while i < na {
-        let two_a = i + 1 < na;
-        let mut j = js.start;
-        while j < js.end {
-            let two_b = j + 1 < js.end;
-            // Rows past the end are replaced by row i (or j) itself and their results discarded.
-            let ra0 = &a[i * d..(i + 1) * d];
-            let ra1 = if two_a { &a[(i + 1) * d..(i + 2) * d] } else { ra0 };
-            let rb0 = &b[j * d..(j + 1) * d];
-            let rb1 = if two_b { &b[(j + 1) * d..(j + 2) * d] } else { rb0 };
-            let mut acc = [f32x4_splat(0.0); 4];
-            let mut x = 0;
-            // SAFETY: each of the four slices is exactly d long and x + 4 <= d.
-            unsafe {
-                while x < d {
-                    let va0 = v128_load(ra0.as_ptr().add(x) as *const v128);
-                    let va1 = v128_load(ra1.as_ptr().add(x) as *const v128);
-                    let vb0 = v128_load(rb0.as_ptr().add(x) as *const v128);
-                    let vb1 = v128_load(rb1.as_ptr().add(x) as *const v128);
-                    acc[0] = f32x4_add(acc[0], f32x4_mul(va0, vb0));
-                    acc[1] = f32x4_add(acc[1], f32x4_mul(va0, vb1));
-                    acc[2] = f32x4_add(acc[2], f32x4_mul(va1, vb0));
-                    acc[3] = f32x4_add(acc[3], f32x4_mul(va1, vb1));
-                    x += 4;
+/// Rows i..i+MA of `a` against rows j..j+MB of `b` (in range: the caller's loops, and the slicing
+/// below, which checks once per tile).
+#[inline(always)]
+fn dots_tile<const MA: usize, const MB: usize>(
+    a: &[f32],
+    b: &[f32],
+    d: usize,
+    nb: usize,
+    i: usize,
+    j: usize,
+    out: &mut [f32],
+) {
+    let ra: [&[f32]; MA] = core::array::from_fn(|t| &a[(i + t) * d..(i + t + 1) * d]);
+    let rb: [&[f32]; MB] = core::array::from_fn(|t| &b[(j + t) * d..(j + t + 1) * d]);
+    let mut acc = [[f32x4_splat(0.0); MB]; MA];
+    let pa: [*const f32; MA] = core::array::from_fn(|t| ra[t].as_ptr());
+    let pb: [*const f32; MB] = core::array::from_fn(|t| rb[t].as_ptr());
+    let mut x = 0;
+    // SAFETY: every slice above is exactly d long, d is a multiple of 4, and x + 4 <= d.
+    unsafe {
+        while x < d {
+            let mut vb = [f32x4_splat(0.0); MB];
+            for tb in 0..MB {
+                vb[tb] = v128_load(pb[tb].add(x) as *const v128);
+            }
+            for ta in 0..MA {
+                let va = v128_load(pa[ta].add(x) as *const v128);
+                for tb in 0..MB {
+                    acc[ta][tb] = f32x4_add(acc[ta][tb], f32x4_mul(va, vb[tb]));
                 }
             }
-            out[i * nb + j] = hsum(acc[0]);
-            if two_b {
-                out[i * nb + j + 1] = hsum(acc[1]);
-            }
-            if two_a {
-                out[(i + 1) * nb + j] = hsum(acc[2]);
-                if two_b {
-                    out[(i + 1) * nb + j + 1] = hsum(acc[3]);
-                }
-            }
-            j += 2;
+            x += 4;
         }
-        i += 2;
+    }
+    for (ta, acc_a) in acc.iter().enumerate() {
+        for (tb, &v) in acc_a.iter().enumerate() {
+            out[(i + ta) * nb + j + tb] = hsum(v);
+        }
     }
 }
 
