@@ -24,6 +24,11 @@ struct Ahead {
     held: RefCell<Held<Vec<u8>>>,
     fetched: RefCell<Vec<(u64, u64)>>,
     direct: RefCell<u32>,
+    /// Batches fetched and not yet installed: now, and the most at once.
+    flying: RefCell<(usize, usize)>,
+    /// Whether a batch has always arrived by the time a step asks for it (the arithmetic bounds
+    /// the pass) or never (the reading does).
+    fast: bool,
 }
 
 impl Batches for Ahead {
@@ -33,17 +38,23 @@ impl Batches for Ahead {
     }
     fn fetch(&self, ranges: Vec<(u64, u64)>) -> Option<Self::Batch> {
         (!ranges.is_empty()).then(|| {
+            let mut flying = self.flying.borrow_mut();
+            *flying = (flying.0 + 1, flying.1.max(flying.0 + 1));
             self.fetched.borrow_mut().extend(&ranges);
             ranges
         })
     }
     fn install(&self, batch: Self::Batch, max_held: u64) -> impl Future<Output = ()> {
+        self.flying.borrow_mut().0 -= 1;
         for (offset, len) in batch {
             let mut bytes = vec![0u8; len as usize];
             self.file.read_at(offset, &mut bytes).expect("in the file");
             self.held.borrow_mut().push(offset, len, bytes, max_held);
         }
         std::future::ready(())
+    }
+    fn arrived(&self, _: &Self::Batch) -> bool {
+        self.fast
     }
 }
 
@@ -75,7 +86,7 @@ fn now<T>(future: impl Future<Output = T>) -> T {
     }
 }
 
-fn open(bytes: &[u8], config: &AnalysisConfig, share: Option<Share>) -> (Analysis, Rc<Ahead>) {
+fn open(bytes: &[u8], config: &AnalysisConfig, share: Option<Share>, fast: bool) -> (Analysis, Rc<Ahead>) {
     let file = SliceSource::new("generated.safetensors", bytes.to_vec());
     let model = read_model(&file, 0).expect("generated file parses");
     let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
@@ -85,6 +96,8 @@ fn open(bytes: &[u8], config: &AnalysisConfig, share: Option<Share>) -> (Analysi
         held: RefCell::new(Held::default()),
         fetched: RefCell::default(),
         direct: RefCell::new(0),
+        flying: RefCell::default(),
+        fast,
     });
     let mut a = Analysis::new(Box::new(source.clone()), tensor, origin, config.clone()).expect("analysis");
     if let Some(share) = share {
@@ -101,29 +114,42 @@ fn every_range_is_read_ahead_once_for_a_pass_and_for_each_share() {
     // The browser's proportions: blocks of 64 rows (4 KiB, one per step), batches of 16 blocks,
     // 3 batches held; the sample's 32 blocks are 2 batches, and the pass reads some of them again.
     let config = AnalysisConfig::default();
-    let limits = Limits { batch_ranges: 1024, batch_bytes: 64 << 10, max_held: 192 << 10 };
+    // Up to one batch in flight and up to three (the browser's), each with room for three batches
+    // held; batches that have always arrived when asked for (the arithmetic is slower than the
+    // reading) or never (the reading is).
+    let limits = |in_flight| Limits { batch_ranges: 1024, batch_bytes: 64 << 10, in_flight, max_held: 192 << 10 };
     let shares = [None, Some(Share::new(0, 2)), Some(Share::new(1, 2)), Some(Share::new(2, 3))];
-    for share in shares.map(|s| s.map(|s| s.expect("a share"))) {
-        let (mut a, source) = open(&bytes, &config, share);
+    let cases = shares
+        .map(|s| s.map(|s| s.expect("a share")))
+        .into_iter()
+        .flat_map(|s| [(s, limits(1), false), (s, limits(3), false), (s, limits(3), true)]);
+    for (share, limits, fast) in cases {
+        let (mut a, source) = open(&bytes, &config, share, fast);
         let reads = a.upcoming_reads(usize::MAX);
         let mut ahead = ReadAhead::new(vec![Some(source.clone())], limits);
         while a.phase() != Phase::Done {
             now(ahead.before_step(|n| (0, a.upcoming_reads(n))));
             a.step().expect("step");
         }
-        assert_eq!(*source.direct.borrow(), 0, "{share:?}: every read was read ahead");
+        assert_eq!(*source.direct.borrow(), 0, "{share:?} {limits:?}: every read was read ahead");
+        // Steps that waited for a batch read more at once, up to the limit; the others one.
+        let depth = if fast { 1 } else { limits.in_flight };
+        assert_eq!((source.flying.borrow().1, ahead.depth()), (depth, depth), "{share:?} {limits:?}: read at once");
         let mut fetched = source.fetched.borrow().clone();
         let mut distinct = reads.clone();
         distinct.sort();
         distinct.dedup();
         let fetched_bytes: u64 = fetched.iter().map(|r| r.1).sum();
         let read_bytes: u64 = reads.iter().map(|r| r.1).sum();
-        assert!(fetched_bytes <= read_bytes, "{share:?}: fetched {fetched_bytes} B for {read_bytes} B of reads");
+        assert!(
+            fetched_bytes <= read_bytes,
+            "{share:?} {limits:?}: fetched {fetched_bytes} B for {read_bytes} B of reads"
+        );
         fetched.sort();
         fetched.dedup();
-        assert_eq!(fetched, distinct, "{share:?}: what was fetched is what the pass reads");
+        assert_eq!(fetched, distinct, "{share:?} {limits:?}: what was fetched is what the pass reads");
 
-        let (whole, _) = open(&bytes, &config, share);
+        let (whole, _) = open(&bytes, &config, share, fast);
         assert_eq!(
             a.report(0.0).map(|r| (r.epsilon, r.mu, r.sigma)).ok(),
             whole.run().expect("runs").report(0.0).map(|r| (r.epsilon, r.mu, r.sigma)).ok(),

@@ -4,16 +4,17 @@
 //!
 //! Why batches: a browser read of a `Blob` costs ~0.7 ms whatever its size, and the pass reads one
 //! block of rows at a time in a shuffled order, so the worker asks the pass what it will read next
-//! (`Analysis::upcoming_reads`) and reads that as one `Blob` of many slices, one batch ahead of the
-//! steps. Measured in Chromium (2-core machine): 16 slices of 1 MiB in a batch read at ~490 MB/s,
-//! 256 slices of 64 KiB at ~100 MB/s, so a slice costs ~0.6 ms even inside one batch.
+//! (`Analysis::upcoming_reads`) and reads that as one `Blob` of many slices, a few batches ahead
+//! of the steps ([`Limits::in_flight`]). Measured in Chromium (2-core machine): 16 slices of 1 MiB
+//! in a batch read at ~490 MB/s, 256 slices of 64 KiB at ~100 MB/s, so a slice costs ~0.6 ms even
+//! inside one batch.
 //!
 //! A range is served once, and only the range asked for leaves the queue. An earlier version also
 //! dropped every range queued before it; when a batch was installed out of reading order (the
 //! next-but-one batch arriving before the next one was read again), each read of the later batch
 //! dropped the earlier one, which was then read again: every batch was read twice, for good.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::rc::Rc;
 
@@ -24,6 +25,10 @@ pub struct Limits {
     pub batch_ranges: usize,
     /// Bytes of one batch at most (a single larger range is still one batch).
     pub batch_bytes: u64,
+    /// Batches read at once at most, ahead of the one the steps read from (at least one). A pass
+    /// starts with one, and reads one more at once each time a step had to wait for a batch (up
+    /// to this many): where reading, not the arithmetic, bounds the pass.
+    pub in_flight: usize,
     /// Bytes held at most; past it the oldest ranges go first (ranges listed but not asked for,
     /// e.g. after a Stop here, must not pile up).
     pub max_held: u64,
@@ -31,13 +36,20 @@ pub struct Limits {
 
 impl Limits {
     /// The browser's: a batch large enough that it costs its bytes rather than its request (tens of
-    /// ms at a few hundred MB/s), small enough to bound memory: with one batch in flight, at most
-    /// 64 MiB of JavaScript memory, none of it in wasm's.
-    pub const BROWSER: Limits = Limits { batch_ranges: 1024, batch_bytes: 16 << 20, max_held: 3 * (16 << 20) };
+    /// ms at a few hundred MB/s), small enough to bound memory; up to three batches read at once
+    /// where the steps wait for them, since a `Blob` read leaves the browser idle between its
+    /// end and the next one's start. Measured in a bare worker on this project's 2-core machine,
+    /// batches of sixteen 1 MiB slices in random order: 545–663 MB/s one batch at a time, 705
+    /// two, 741–818 three (four: no more); 16 MiB contiguous: 523–676, 735, 923–1050. Where the
+    /// arithmetic bounds the pass, one batch in flight keeps up, and more took CPU from the
+    /// workers (a 2,000,000×256 matrix on two workers: 6.1–7.4 s with one, 6.9–9.5 s with three).
+    /// At most 48 MiB in flight and 48 MiB held, all of it JavaScript memory, none of it wasm's.
+    pub const BROWSER: Limits =
+        Limits { batch_ranges: 1024, batch_bytes: 16 << 20, in_flight: 3, max_held: 3 * (16 << 20) };
 
-    /// Ranges listed ahead of the steps: those held and not yet read, and the next batch.
+    /// Ranges listed ahead of the steps: those held and not yet read, and the batches in flight.
     fn listed(&self) -> usize {
-        2 * self.batch_ranges
+        (self.in_flight.max(1) + 1) * self.batch_ranges
     }
 }
 
@@ -52,65 +64,102 @@ pub trait Batches {
     fn fetch(&self, ranges: Vec<(u64, u64)>) -> Option<Self::Batch>;
     /// Waits for `batch` and holds its ranges, `max_held` bytes at most in all.
     fn install(&self, batch: Self::Batch, max_held: u64) -> impl Future<Output = ()>;
+    /// Whether `batch` has been read (installing it would not wait).
+    fn arrived(&self, batch: &Self::Batch) -> bool;
 }
 
-/// Reads the ranges a pass will read next, one batch ahead of its steps, over the sources of a
-/// request by file index (None where a source reads for itself: demos, URLs). The data flows one
-/// way: the loop asks the pass what it reads next, reads it, then steps.
+/// A batch being read: the file, the batch, and its ranges.
+type Flying<B> = (usize, B, Vec<(u64, u64)>);
+
+/// Reads the ranges a pass will read next, up to [`Limits::in_flight`] batches ahead of its
+/// steps, over the sources of a request by file index (None where a source reads for itself:
+/// demos, URLs). The data flows one way: the loop asks the pass what it reads next, reads it,
+/// then steps.
 pub struct ReadAhead<S: Batches> {
     sources: Vec<Option<Rc<S>>>,
     limits: Limits,
-    in_flight: Option<(usize, S::Batch)>,
+    /// Batches being read, oldest first.
+    in_flight: VecDeque<Flying<S::Batch>>,
+    /// Batches read at once now: one more each time a step waits for one, up to the limit's.
+    depth: usize,
 }
 
 impl<S: Batches> ReadAhead<S> {
     pub fn new(sources: Vec<Option<Rc<S>>>, limits: Limits) -> Self {
-        ReadAhead { sources, limits, in_flight: None }
+        ReadAhead { sources, limits, in_flight: VecDeque::new(), depth: 1 }
     }
 
-    /// Before a step: makes sure its first read is held (waiting for the batch in flight, or
-    /// reading a new one), then starts reading the batch after. `upcoming(n)` lists the next `n`
-    /// reads (`Job::upcoming_reads`): the file and its ranges in reading order.
+    /// Batches read at once now (tests).
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// Before a step: makes sure its first read is held (waiting for the batches in flight, oldest
+    /// first, or reading a new one), then starts reading batches after it until
+    /// [`ReadAhead::depth`] are in flight. `upcoming(n)` lists the next `n` reads
+    /// (`Job::upcoming_reads`): the file and its ranges in reading order.
     pub async fn before_step(&mut self, upcoming: impl Fn(usize) -> (usize, Vec<(u64, u64)>)) {
         let (file, next) = upcoming(1);
         let Some(&(offset, len)) = next.first() else { return };
         let Some(source) = self.sources.get(file).cloned().flatten() else { return };
         let max_held = self.limits.max_held;
         if !source.holds(offset, len) {
-            if let Some((of, batch)) = self.in_flight.take() {
+            // Waits for the batches in flight up to the one with the first read, if one has it:
+            // the others hold what the steps after read, and installed now would crowd it out.
+            let with_first = self.in_flight.iter().position(|(of, _, r)| *of == file && r.contains(&(offset, len)));
+            let waits = self.in_flight.front().is_some_and(|(of, batch, _)| {
+                self.sources.get(*of).cloned().flatten().is_some_and(|s| !s.arrived(batch))
+            });
+            if with_first.is_some() && waits {
+                self.depth = (self.depth + 1).min(self.limits.in_flight.max(1));
+            }
+            for _ in 0..with_first.map_or(0, |k| k + 1) {
+                let Some((of, batch, _)) = self.in_flight.pop_front() else { break };
                 if let Some(Some(flying)) = self.sources.get(of) {
                     flying.install(batch, max_held).await;
                 }
             }
-            if !source.holds(offset, len) {
-                // Only what is not held already: the batch in flight may have been the one after.
-                let (_, listed) = upcoming(self.limits.listed());
-                let batch = batch_of(&listed, self.limits, |o, l| source.holds(o, l));
-                if let Some(batch) = source.fetch(batch) {
-                    source.install(batch, max_held).await;
-                }
+        }
+        let flying_set = |in_flight: &VecDeque<Flying<S::Batch>>| -> HashSet<(u64, u64)> {
+            in_flight.iter().filter(|(of, _, _)| *of == file).flat_map(|(_, _, r)| r.iter().copied()).collect()
+        };
+        if !source.holds(offset, len) {
+            // Read now, and only what is neither held nor in flight.
+            let (_, listed) = upcoming(self.limits.listed());
+            let flying = flying_set(&self.in_flight);
+            let batch = batch_of(&listed, self.limits, |o, l| source.holds(o, l) || flying.contains(&(o, l)));
+            if let Some(batch) = source.fetch(batch) {
+                source.install(batch, max_held).await;
             }
         }
-        if self.in_flight.is_none() {
-            let (_, listed) = upcoming(self.limits.listed());
-            let batch = batch_of(&listed, self.limits, |o, l| source.holds(o, l));
-            self.in_flight = source.fetch(batch).map(|b| (file, b));
+        if self.in_flight.len() >= self.depth {
+            return;
+        }
+        let (_, listed) = upcoming(self.limits.listed());
+        let mut flying = flying_set(&self.in_flight);
+        while self.in_flight.len() < self.depth {
+            let ranges = batch_of(&listed, self.limits, |o, l| source.holds(o, l) || flying.contains(&(o, l)));
+            flying.extend(ranges.iter().copied());
+            let Some(batch) = source.fetch(ranges.clone()) else { break };
+            self.in_flight.push_back((file, batch, ranges));
         }
     }
 }
 
 /// The first ranges of `listed` not already `held`, up to the limits' bytes and ranges (at least
-/// one), each once: a range listed twice (a sample block read again by the pass) is read again
-/// later.
+/// one), each once. A range listed a second time (a sample block the pass reads again) ends the
+/// batch: it is read again once its first read is served, and the batch does not jump ahead of
+/// it, which would hold ranges read long after the ones after it.
 pub fn batch_of(listed: &[(u64, u64)], limits: Limits, held: impl Fn(u64, u64) -> bool) -> Vec<(u64, u64)> {
     let mut batch: Vec<(u64, u64)> = Vec::new();
+    let mut seen = HashSet::new();
     let mut bytes = 0u64;
     for &(offset, len) in listed {
+        if !seen.insert((offset, len)) {
+            break;
+        }
         if held(offset, len) {
             continue;
-        }
-        if batch.iter().any(|&(o, _)| o == offset) {
-            break;
         }
         if !batch.is_empty() && (bytes + len > limits.batch_bytes || batch.len() >= limits.batch_ranges) {
             break;
@@ -232,7 +281,7 @@ impl<T> Held<T> {
 mod tests {
     use super::*;
 
-    const SMALL: Limits = Limits { batch_ranges: 3, batch_bytes: 100, max_held: 250 };
+    const SMALL: Limits = Limits { batch_ranges: 3, batch_bytes: 100, in_flight: 1, max_held: 250 };
 
     #[test]
     fn a_read_out_of_order_keeps_the_others() {
@@ -284,6 +333,8 @@ mod tests {
         // A repeat ends the batch (it is read again later), and one range larger than a batch is
         // a batch of its own.
         assert_eq!(batch_of(&[(0, 10), (10, 10), (0, 10)], SMALL, |_, _| false), vec![(0, 10), (10, 10)]);
+        // So does the repeat of a range held: the batch does not jump ahead of its second read.
+        assert_eq!(batch_of(&[(0, 10), (10, 10), (0, 10), (20, 10)], SMALL, |o, _| o == 0), vec![(10, 10)]);
         assert_eq!(batch_of(&[(0, 500), (500, 1)], SMALL, |_, _| false), vec![(0, 500)]);
         let many: Vec<_> = (0..10).map(|i| (i * 10, 10)).collect();
         assert_eq!(batch_of(&many, SMALL, |_, _| false).len(), 3);

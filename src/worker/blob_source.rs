@@ -10,10 +10,11 @@
 //! JavaScript memory (the wasm memory never shrinks) and are copied out range by range as the pass
 //! asks for them.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use js_sys::{Array, ArrayBuffer, Uint8Array};
+use js_sys::{Array, ArrayBuffer, Function, Reflect, Uint8Array};
+use wasm_bindgen::prelude::Closure;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, FileReaderSync};
@@ -38,6 +39,8 @@ pub struct Batch {
     /// Bytes the batch reads: its ranges and the gaps bridged between them.
     total: u64,
     bytes: JsFuture,
+    /// Set once the read has settled (`read::ahead` reads more at once when steps wait).
+    arrived: Rc<Cell<bool>>,
 }
 
 impl BlobSource {
@@ -77,7 +80,17 @@ impl BlobSource {
         }
         let total = spans.iter().map(|&(_, len)| len).sum();
         let batch = Blob::new_with_blob_sequence(&parts).ok()?;
-        Some(Batch { ranges, starts, total, bytes: JsFuture::from(batch.array_buffer()) })
+        let promise = batch.array_buffer();
+        let arrived = Rc::new(Cell::new(false));
+        // A closure JavaScript frees once called (the batch may be dropped before its read
+        // settles), as both handlers of `then`: its promise then never rejects unhandled.
+        let flag = arrived.clone();
+        let settled = Closure::once_into_js(move || flag.set(true));
+        let then = Reflect::get(&promise, &"then".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+        if then.and_then(|f| f.call2(&promise, &settled, &settled).ok()).is_none() {
+            arrived.set(true);
+        }
+        Some(Batch { ranges, starts, total, bytes: JsFuture::from(promise), arrived })
     }
 
     /// Waits for `batch` and keeps its ranges for [`ByteSource::read_at`], with at most `max_held`
@@ -124,6 +137,9 @@ impl Batches for BlobSource {
     }
     fn install(&self, batch: Batch, max_held: u64) -> impl std::future::Future<Output = ()> {
         BlobSource::install(self, batch, max_held)
+    }
+    fn arrived(&self, batch: &Batch) -> bool {
+        batch.arrived.get()
     }
 }
 
