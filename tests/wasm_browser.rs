@@ -7,6 +7,7 @@
 
 use orthoscope::fixtures::synth;
 use orthoscope::pass::kernel::{self, bench, portable, simd, PackedGram, Precision};
+use orthoscope::read::ahead::Batches;
 use orthoscope::read::format::read_model;
 use orthoscope::read::locate::choose;
 use orthoscope::read::source::{ByteSource, SliceSource};
@@ -221,6 +222,15 @@ async fn blob_source_read_ahead_returns_the_same_bytes_as_direct_reads() {
     // Scattered, out of file order, of odd sizes, one at the very end.
     let ranges = vec![(4_000_000u64, 32_768u64), (17, 5), (len as u64 - 100, 100), (1_000_000, 1_048_576), (0, 1)];
     let batch = ahead.fetch(ranges.clone()).expect("a batch");
+    // A batch's read settles after the call that starts it, and `arrived` then says so without
+    // waiting (`read::ahead` reads more at once when a step finds its batch still in flight).
+    assert!(!Batches::arrived(&ahead, &batch), "a Blob read settled within the call that started it");
+    let mut waited = 0;
+    while !Batches::arrived(&ahead, &batch) && waited < 10_000 {
+        sleep_ms(10).await;
+        waited += 10;
+    }
+    assert!(Batches::arrived(&ahead, &batch), "not arrived after {waited} ms");
     ahead.install(batch, 64 << 20).await;
     for &(offset, n) in &ranges {
         assert!(ahead.holds(offset, n), "read ahead: {offset}");
