@@ -214,8 +214,9 @@ fn per_token_cosines_of_embedding_and_unembedding_equal_brute_force() {
     assert_eq!(a.tokens, rows as u64 - 1);
     assert_eq!(a.tokens_dropped, 1);
     assert!((a.mean - mean).abs() < 1e-12 && (a.sigma - sigma).abs() < 1e-12, "{} {}", a.mean, a.sigma);
-    assert_eq!(a.min, cos.iter().copied().fold(f64::INFINITY, f64::min));
-    assert_eq!(a.max, cos.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    // To rounding: the norms here are summed in another order than the reader's (`lane_sum`).
+    assert!((a.min - cos.iter().copied().fold(f64::INFINITY, f64::min)).abs() < 1e-15, "{}", a.min);
+    assert!((a.max - cos.iter().copied().fold(f64::NEG_INFINITY, f64::max)).abs() < 1e-15, "{}", a.max);
     assert_eq!(a.histogram.counts.iter().sum::<u64>(), a.tokens);
     assert!(
         a.max > 0.999 && a.min < 0.9,

@@ -10,7 +10,7 @@ use std::collections::BinaryHeap;
 use serde::{Deserialize, Serialize};
 
 use crate::pass::kernel::{self, bench, PackedGram, Precision};
-use crate::read::matrix::RowFate;
+use crate::read::matrix::{lane_sum, RowFate};
 
 /// The mean of unit rows stored `dim` values each, in f64; `None` when there are none. The f32
 /// Gram pass subtracts the histogram sample's mean row so that its f32 sums stay small.
@@ -423,23 +423,21 @@ impl GramMoments {
                     rows_centred: self.rows_centred,
                 };
             }
-            let mut n2 = 0.0f64;
-            for (s, &x) in self.sum.iter_mut().zip(row) {
-                *s += x;
-                n2 += x * x;
-            }
-            self.sum_norm2 += n2;
+            add_row(&mut self.sum, row);
+            self.sum_norm2 += lane_sum(row, |x| x * x);
             // The row the f32 kernel sees, uᵢ − c (or uᵢ), rounded once; ‖c + w̃ᵢ‖² is the norm of
             // the row whose outer product the f32 G actually holds.
             kernel::pack_row_f32_into(row, &self.centre, self.pending.slots, &mut self.pending.packed, &mut self.wide);
-            let mut n2_used = 0.0f64;
-            for (a, &rounded) in self.wide.iter().enumerate() {
-                let c = self.centre.get(a).copied().unwrap_or(0.0);
-                if let Some(s) = self.sum_centred.get_mut(a) {
-                    *s += rounded;
+            let n2_used = if centred {
+                add_row(&mut self.sum_centred, &self.wide);
+                // The row as the kernel holds it, c + w̃ᵢ, into `wide` (which the next row refills).
+                for (w, &c) in self.wide.iter_mut().zip(&self.centre) {
+                    *w += c;
                 }
-                n2_used += (c + rounded) * (c + rounded);
-            }
+                lane_sum(&self.wide, |x| x * x)
+            } else {
+                lane_sum(&self.wide, |x| x * x)
+            };
             self.sum_norm4 += n2_used * n2_used;
             if centred {
                 self.rows_centred += 1;
@@ -490,11 +488,8 @@ impl GramMoments {
     fn add_f64_chunk(&mut self, rows: &[f64]) {
         let d = self.gram.dim_padded();
         for row in rows.chunks_exact(d) {
-            let mut n2 = 0.0f64;
-            for (s, &x) in self.sum.iter_mut().zip(row) {
-                *s += x;
-                n2 += x * x;
-            }
+            add_row(&mut self.sum, row);
+            let n2 = lane_sum(row, |x| x * x);
             self.sum_norm2 += n2;
             self.sum_norm4 += n2 * n2;
         }
@@ -900,6 +895,13 @@ impl PairSample {
         let (mu, mean_sq) = (self.power_sums[0] / p, self.power_sums[1] / p);
         let sigma = (mean_sq - mu * mu).max(0.0).sqrt();
         Some(Moments { rows: self.rows() as u64, pairs: self.pairs, mu, mean_sq, sigma })
+    }
+}
+
+/// `sum += row`, value by value.
+fn add_row(sum: &mut [f64], row: &[f64]) {
+    for (s, &x) in sum.iter_mut().zip(row) {
+        *s += x;
     }
 }
 
