@@ -108,16 +108,38 @@ fn open(bytes: &[u8], config: &AnalysisConfig, share: Option<Share>, fast: bool)
 
 #[test]
 fn every_range_is_read_ahead_once_for_a_pass_and_for_each_share() {
-    let (rows, dim) = (12000, 32);
-    let values = trained_like(rows, dim, 11);
-    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::BF16, rows, dim, &values)]);
     // The browser's proportions: blocks of 64 rows (4 KiB, one per step), batches of 16 blocks,
     // 3 batches held; the sample's 32 blocks are 2 batches, and the pass reads some of them again.
+    read_ahead_whole((12000, 32), |in_flight| Limits {
+        batch_ranges: 1024,
+        batch_bytes: 64 << 10,
+        in_flight,
+        max_held: 192 << 10,
+    });
+}
+
+#[test]
+fn a_step_of_many_reads_is_read_ahead_whole() {
+    // A narrow matrix whose tail is swept (`pass::plan`): 1563 blocks of 64 rows (2 KiB), 16 to a
+    // step of the sweep, in batches of 23 blocks, so that steps run across the ends of batches.
+    // Before a step read ahead only its first block, such a step read the rest directly.
+    read_ahead_whole((100_000, 16), |in_flight| Limits {
+        batch_ranges: 1024,
+        batch_bytes: 23 << 11,
+        in_flight,
+        max_held: 3 * (23 << 11),
+    });
+}
+
+/// A pass over a generated `rows × dim` bf16 matrix, whole and by shares, read ahead with
+/// `limits(in_flight)` at up to one batch in flight and up to three, with batches that have always
+/// arrived when asked for (the arithmetic is slower than the reading) or never (the reading is):
+/// no step reads directly, every range is fetched once, the depth reached is the one expected,
+/// and the report is the in-memory one.
+fn read_ahead_whole((rows, dim): (usize, usize), limits: impl Fn(usize) -> Limits) {
+    let values = trained_like(rows, dim, 11);
+    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::BF16, rows, dim, &values)]);
     let config = AnalysisConfig::default();
-    // Up to one batch in flight and up to three (the browser's), each with room for three batches
-    // held; batches that have always arrived when asked for (the arithmetic is slower than the
-    // reading) or never (the reading is).
-    let limits = |in_flight| Limits { batch_ranges: 1024, batch_bytes: 64 << 10, in_flight, max_held: 192 << 10 };
     let shares = [None, Some(Share::new(0, 2)), Some(Share::new(1, 2)), Some(Share::new(2, 3))];
     let cases = shares
         .map(|s| s.map(|s| s.expect("a share")))
@@ -127,11 +149,15 @@ fn every_range_is_read_ahead_once_for_a_pass_and_for_each_share() {
         let (mut a, source) = open(&bytes, &config, share, fast);
         let reads = a.upcoming_reads(usize::MAX);
         let mut ahead = ReadAhead::new(vec![Some(source.clone())], limits);
+        let mut most_reads = 0;
         while a.phase() != Phase::Done {
-            now(ahead.before_step(|n| (0, a.upcoming_reads(n))));
+            most_reads = most_reads.max(a.step_reads());
+            now(ahead.before_step(a.step_reads(), |n| (0, a.upcoming_reads(n))));
             a.step().expect("step");
         }
         assert_eq!(*source.direct.borrow(), 0, "{share:?} {limits:?}: every read was read ahead");
+        let expected_reads = if rows > 64 * 1024 { 16 } else { 1 };
+        assert_eq!(most_reads, expected_reads, "{share:?}: reads of a step");
         // Steps that waited for a batch read more at once, up to the limit; the others one.
         let depth = if fast { 1 } else { limits.in_flight };
         assert_eq!((source.flying.borrow().1, ahead.depth()), (depth, depth), "{share:?} {limits:?}: read at once");

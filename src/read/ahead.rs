@@ -94,26 +94,31 @@ impl<S: Batches> ReadAhead<S> {
         self.depth
     }
 
-    /// Before a step: makes sure its first read is held (waiting for the batches in flight, oldest
-    /// first, or reading a new one), then starts reading batches after it until
-    /// [`ReadAhead::depth`] are in flight. `upcoming(n)` lists the next `n` reads
+    /// Before a step: makes sure its reads (the first `step_reads` of the listing) are held,
+    /// waiting for the batches in flight or reading a new one, then starts reading batches after
+    /// them until [`ReadAhead::depth`] are in flight. `upcoming(n)` lists the next `n` reads
     /// (`Job::upcoming_reads`): the file and its ranges in reading order.
-    pub async fn before_step(&mut self, upcoming: impl Fn(usize) -> (usize, Vec<(u64, u64)>)) {
-        let (file, next) = upcoming(1);
-        let Some(&(offset, len)) = next.first() else { return };
+    pub async fn before_step(&mut self, step_reads: usize, upcoming: impl Fn(usize) -> (usize, Vec<(u64, u64)>)) {
+        let (file, step) = upcoming(step_reads.max(1));
+        if step.is_empty() {
+            return;
+        }
         let Some(source) = self.sources.get(file).cloned().flatten() else { return };
         let max_held = self.limits.max_held;
-        if !source.holds(offset, len) {
-            // Waits for the batches in flight up to the one with the first read, if one has it:
-            // the others hold what the steps after read, and installed now would crowd it out.
-            let with_first = self.in_flight.iter().position(|(of, _, r)| *of == file && r.contains(&(offset, len)));
+        let missing = |source: &S| step.iter().any(|&(o, l)| !source.holds(o, l));
+        if missing(&source) {
+            // Waits for the batches in flight up to the last one with a read of the step, if one
+            // has it: the others hold what the steps after read, and installed now would crowd it
+            // out.
+            let with_step =
+                self.in_flight.iter().rposition(|(of, _, r)| *of == file && r.iter().any(|range| step.contains(range)));
             let waits = self.in_flight.front().is_some_and(|(of, batch, _)| {
                 self.sources.get(*of).cloned().flatten().is_some_and(|s| !s.arrived(batch))
             });
-            if with_first.is_some() && waits {
+            if with_step.is_some() && waits {
                 self.depth = (self.depth + 1).min(self.limits.in_flight.max(1));
             }
-            for _ in 0..with_first.map_or(0, |k| k + 1) {
+            for _ in 0..with_step.map_or(0, |k| k + 1) {
                 let Some((of, batch, _)) = self.in_flight.pop_front() else { break };
                 if let Some(Some(flying)) = self.sources.get(of) {
                     flying.install(batch, max_held).await;
@@ -123,7 +128,7 @@ impl<S: Batches> ReadAhead<S> {
         let flying_set = |in_flight: &VecDeque<Flying<S::Batch>>| -> HashSet<(u64, u64)> {
             in_flight.iter().filter(|(of, _, _)| *of == file).flat_map(|(_, _, r)| r.iter().copied()).collect()
         };
-        if !source.holds(offset, len) {
+        if missing(&source) {
             // Read now, and only what is neither held nor in flight.
             let (_, listed) = upcoming(self.limits.listed());
             let flying = flying_set(&self.in_flight);

@@ -932,13 +932,12 @@ impl Analysis {
     #[cfg(feature = "gpu")]
     fn step_pass_gpu(&mut self) -> Result<(), Error> {
         let target = self.pass_target();
+        let end = self.step_end();
         let Some(run) = self.gpu_pass.as_mut() else { return Ok(()) };
         if self.next_block >= target {
             self.phase = Phase::Done;
             return Ok(());
         }
-        let blocks_per_step = (GPU_STEP_ROWS / self.plan.block_rows.max(1)).max(1) as usize;
-        let end = (self.next_block + blocks_per_step).min(target);
         let estimating = end < self.plan.blocks.len();
         let every = self.dim.div_ceil(256).max(1);
         let kind = RawType::of(&self.tensor.dtype);
@@ -1107,6 +1106,41 @@ impl Analysis {
         }
     }
 
+    /// The position after the last one the next pass step visits. Blocks hold at most
+    /// [`MAX_CHUNK_ROWS`] rows (see `new`), so each fits one kernel call; a step of the sweep takes
+    /// several ([`step_rows`]; only narrow rows sweep), and a GPU step [`GPU_STEP_ROWS`].
+    fn step_end(&self) -> usize {
+        let target = self.pass_target();
+        #[cfg(feature = "gpu")]
+        if self.on_gpu() {
+            let blocks_per_step = (GPU_STEP_ROWS / self.plan.block_rows.max(1)).max(1) as usize;
+            return (self.next_block + blocks_per_step).min(target);
+        }
+        let sweeping = self.plan.in_sweep(self.next_block);
+        let rows = if sweeping { step_rows(self.dim_padded) } else { MAX_CHUNK_ROWS as u64 };
+        let blocks_per_step = (rows / self.plan.block_rows).max(1) as usize;
+        let end = (self.next_block + blocks_per_step * self.share.stride()).min(target);
+        if sweeping {
+            end
+        } else {
+            // A step ends where the sweep begins, so the random phase is kept apart exactly there.
+            end.min(self.plan.sweep_from)
+        }
+    }
+
+    /// How many of [`Analysis::upcoming_reads`] the next step takes: one block of the sample or of
+    /// the random phase, several in a step of a sweep or of a GPU pass. A worker reads all of them
+    /// ahead, not only the first: a step across the end of a batch read the rest one by one,
+    /// ~1–2 ms each in a browser (~900 reads, ~1.8 s, of a 2,000,000×256 pass).
+    pub fn step_reads(&self) -> usize {
+        match self.phase {
+            Phase::Pass => {
+                (self.next_block..self.step_end().max(self.next_block)).step_by(self.share.stride()).count().max(1)
+            }
+            _ => 1,
+        }
+    }
+
     fn step_pass(&mut self) -> Result<(), Error> {
         let target = self.pass_target();
         if self.next_block >= target {
@@ -1125,17 +1159,9 @@ impl Analysis {
                 random_phase: None,
             }));
         }
-        // Blocks hold at most MAX_CHUNK_ROWS rows (see `new`), so each fits one kernel call; a
-        // step of the sweep takes several ([`step_rows`]; only narrow rows sweep).
         let sweeping = self.plan.in_sweep(self.next_block);
-        let rows = if sweeping { step_rows(self.dim_padded) } else { MAX_CHUNK_ROWS as u64 };
-        let blocks_per_step = (rows / self.plan.block_rows).max(1) as usize;
         let stride = self.share.stride();
-        let mut end = (self.next_block + blocks_per_step * stride).min(target);
-        if !sweeping {
-            // A step ends where the sweep begins, so the random phase is kept apart exactly there.
-            end = end.min(self.plan.sweep_from);
-        }
+        let end = self.step_end();
         let d = self.dim_padded;
         let mut kept = 0usize;
         // No more rows than the matrix has (two rows of d = 16384 need 256 KiB here, not 8 MiB).

@@ -285,14 +285,25 @@ impl Job {
     /// reading order ([`Analysis::upcoming_reads`]), the embedding's until its pass is done, then
     /// the unembedding's. A worker reads them ahead of the steps.
     pub fn upcoming_reads(&self, n: usize) -> (usize, Vec<(u64, u64)>) {
-        let analysis = match &self.unembedding {
-            Some(u) if self.embedding.phase() == Phase::Done => u,
-            _ => &self.embedding,
-        };
+        let analysis = self.reading();
         if self.stopped {
             return (analysis.file(), Vec::new());
         }
         (analysis.file(), analysis.upcoming_reads(n))
+    }
+
+    /// How many of [`Job::upcoming_reads`] the next step takes ([`Analysis::step_reads`]).
+    pub fn step_reads(&self) -> usize {
+        self.reading().step_reads()
+    }
+
+    /// The analysis the next step reads for: the embedding's until its pass is done, then the
+    /// unembedding's.
+    fn reading(&self) -> &Analysis {
+        match &self.unembedding {
+            Some(u) if self.embedding.phase() == Phase::Done => u,
+            _ => &self.embedding,
+        }
     }
 
     /// Ends the job where it stands: the report then carries estimates with their intervals.

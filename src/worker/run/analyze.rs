@@ -174,7 +174,7 @@ pub(super) async fn analyze(
     }
     let mut ahead = opened.read_ahead();
     loop {
-        ahead.before_step(|n| job.upcoming_reads(n)).await;
+        ahead.before_step(job.step_reads(), |n| job.upcoming_reads(n)).await;
         if job.step().map_err(pass_error)? {
             break;
         }
@@ -347,7 +347,7 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
     let mut ahead = opened.read_ahead();
     let mut analysis = Job::open_share(opened.sources, &tensor, settings.config(), share).map_err(|e| e.to_string())?;
     while analysis.phase() != Phase::Done {
-        ahead.before_step(|n| (analysis.file(), analysis.upcoming_reads(n))).await;
+        ahead.before_step(analysis.step_reads(), |n| (analysis.file(), analysis.upcoming_reads(n))).await;
         analysis.step().map_err(|e| e.to_string())?;
         if let Some((step, frobenius)) = analysis.band_part() {
             post(run, Response::BandPart { step, frobenius });
