@@ -128,6 +128,9 @@ impl<S: Batches> ReadAhead<S> {
         let flying_set = |in_flight: &VecDeque<Flying<S::Batch>>| -> HashSet<(u64, u64)> {
             in_flight.iter().filter(|(of, _, _)| *of == file).flat_map(|(_, _, r)| r.iter().copied()).collect()
         };
+        // Listed once: reading a batch now changes neither the listing (no step was taken) nor
+        // the batches in flight.
+        let mut listing = None;
         if missing(&source) {
             // Read now, and only what is neither held nor in flight.
             let (_, listed) = upcoming(self.limits.listed());
@@ -136,12 +139,13 @@ impl<S: Batches> ReadAhead<S> {
             if let Some(batch) = source.fetch(batch) {
                 source.install(batch, max_held).await;
             }
+            listing = Some((listed, flying));
         }
         if self.in_flight.len() >= self.depth {
             return;
         }
-        let (_, listed) = upcoming(self.limits.listed());
-        let mut flying = flying_set(&self.in_flight);
+        let (listed, mut flying) =
+            listing.unwrap_or_else(|| (upcoming(self.limits.listed()).1, flying_set(&self.in_flight)));
         while self.in_flight.len() < self.depth {
             let ranges = batch_of(&listed, self.limits, |o, l| source.holds(o, l) || flying.contains(&(o, l)));
             flying.extend(ranges.iter().copied());
