@@ -428,16 +428,14 @@ impl GramMoments {
             // The row the f32 kernel sees, uᵢ − c (or uᵢ), rounded once; ‖c + w̃ᵢ‖² is the norm of
             // the row whose outer product the f32 G actually holds.
             kernel::pack_row_f32_into(row, &self.centre, self.pending.slots, &mut self.pending.packed, &mut self.wide);
-            let n2_used = if centred {
+            if centred {
                 add_row(&mut self.sum_centred, &self.wide);
                 // The row as the kernel holds it, c + w̃ᵢ, into `wide` (which the next row refills).
                 for (w, &c) in self.wide.iter_mut().zip(&self.centre) {
                     *w += c;
                 }
-                lane_sum(&self.wide, |x| x * x)
-            } else {
-                lane_sum(&self.wide, |x| x * x)
-            };
+            }
+            let n2_used = lane_sum(&self.wide, |x| x * x);
             self.sum_norm4 += n2_used * n2_used;
             if centred {
                 self.rows_centred += 1;
