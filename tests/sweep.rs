@@ -177,3 +177,74 @@ fn a_pass_that_does_not_sweep() {
         assert_eq!(p.rows_seen, p.rows_read, "block_rows={block_rows} d={dim}");
     }
 }
+
+/// A wide matrix whose sample shows a pass bound by its reads (`Analysis::read_bound`): 9000 rows
+/// of d = 2048 in blocks of 8 of which only the first 40 rows are non-zero, like a vocabulary
+/// padded with unused rows. The whole pass sweeps its tail, keeping only the random phase's
+/// estimate; a share by rows (which would keep a copy of G) does not, nor does a matrix with a
+/// row kept in every block (each costs the kernel a whole chunk).
+#[test]
+fn a_wide_matrix_of_mostly_zero_rows_sweeps_when_whole() {
+    const WIDE: usize = 2048;
+    const N: usize = 9000;
+    const REAL: usize = 40;
+    let mut values = vec![0.0f32; N * WIDE];
+    values[..REAL * WIDE].copy_from_slice(&trained_like(REAL, WIDE, 3));
+    let padded = safetensors_bytes(&[TensorSpec::matrix(NAME, DType::BF16, N, WIDE, &values)]);
+    // Seed 1: no block of the sample holds a real row (with seed 0 one does).
+    let config = AnalysisConfig { histogram_rows: 256, seed: 1, ..config() };
+    let random_rows = RANDOM_PHASE_BLOCKS as u64 * BLOCK_ROWS;
+
+    // Known only once the sample's rows are read.
+    let mut a = analysis(&padded, config.clone());
+    assert!(!a.read_bound() && !a.sample_is_read());
+    while !a.sample_is_read() {
+        a.step().unwrap();
+    }
+    assert!(a.read_bound(), "read-bound");
+    assert!(a.reads_whole(), "reads whole: {:?}", a.progress());
+    step_past(&mut a, random_rows + 20);
+    let first = a.progress();
+    assert_eq!(first.rows_seen, random_rows, "the estimate's rows: the random phase's");
+    let next = a.upcoming_reads(64);
+    assert!(next.windows(2).all(|w| w[1].0 > w[0].0), "the tail in file order: {next:?}");
+    step_past(&mut a, first.rows_read + 50);
+    assert_eq!(a.progress().epsilon, first.epsilon, "the estimate stays the random phase's");
+
+    // Stopped in the sweep: the pass asked to stop where the random phase ends.
+    let stopped = a.report(0.0).unwrap();
+    let stop_config = AnalysisConfig { stop_after_rows: Some(random_rows), ..config.clone() };
+    let reference = analysis(&padded, stop_config).run().unwrap().report(0.0).unwrap();
+    assert!(!stopped.exact && !reference.exact);
+    assert_eq!((stopped.rows_seen, stopped.rows_used), (reference.rows_seen, reference.rows_used));
+    assert!((2..=REAL as u64).contains(&stopped.rows_used), "{} rows used", stopped.rows_used);
+    assert!(close(stopped.epsilon, reference.epsilon, 1e-12), "ε {} vs {}", stopped.epsilon, reference.epsilon);
+    // The interval comes from the histogram's sample, here too few kept rows for one: none either way.
+    assert_eq!(stopped.epsilon_se, reference.epsilon_se);
+
+    // To its end: exact, the answer of a pass that does not sweep (563 blocks of 16).
+    let swept = analysis(&padded, config.clone()).run().unwrap().report(0.0).unwrap();
+    let shuffled =
+        analysis(&padded, AnalysisConfig { block_rows: 16, ..config.clone() }).run().unwrap().report(0.0).unwrap();
+    assert!(swept.exact && shuffled.exact);
+    assert_eq!((swept.rows_seen, swept.rows_used), (N as u64, REAL as u64));
+    assert!(close(swept.mu, shuffled.mu, 1e-12), "μ {} vs {}", swept.mu, shuffled.mu);
+    assert!(close(swept.sigma, shuffled.sigma, 1e-12), "σ {} vs {}", swept.sigma, shuffled.sigma);
+
+    // A share by rows, or a row kept in every block: every position stays shuffled.
+    let mut a = analysis(&padded, config.clone());
+    a.set_share(Share::new(0, 2).unwrap());
+    step_past(&mut a, random_rows / 2 + 20);
+    assert!(a.read_bound() && a.reads_whole());
+    assert_eq!(a.progress().rows_seen, a.progress().rows_read);
+    let mut every_block = vec![0.0f32; N * WIDE];
+    let rows = trained_like(N / 8, WIDE, 4);
+    for (i, row) in rows.chunks(WIDE).enumerate() {
+        every_block[i * 8 * WIDE..(i * 8 + 1) * WIDE].copy_from_slice(row);
+    }
+    let every_block = safetensors_bytes(&[TensorSpec::matrix(NAME, DType::BF16, N, WIDE, &every_block)]);
+    let mut a = analysis(&every_block, config.clone());
+    step_past(&mut a, random_rows + 20);
+    assert!(!a.read_bound() && !a.reads_whole());
+    assert_eq!(a.progress().rows_seen, a.progress().rows_read);
+}

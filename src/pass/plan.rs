@@ -13,7 +13,9 @@
 //! one 16 MiB range at ~430 MB/s (measured in Chromium on the 2-core development machine). There
 //! the plan visits the first [`RANDOM_PHASE_BLOCKS`] positions in the shuffled order (the *random
 //! phase*, which the running estimate and *Stop here* use) and then **sweeps** the rest in file
-//! order ([`Plan::sweep_tail`]), each share's part one contiguous run of blocks.
+//! order ([`Plan::sweep_tail`]), each share's part one contiguous run of blocks. So does a wider
+//! whole pass whose histogram sample shows that most of its blocks hold no row to add (zero rows:
+//! `run::analysis::Analysis::read_bound`), where reading is all there is.
 
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;

@@ -167,6 +167,8 @@ pub struct Analysis {
     /// Sample blocks read so far.
     sample_read: usize,
     sample_counts: RowCounts,
+    /// Sample blocks with a row kept: each costs the kernel a whole chunk ([`Analysis::read_bound`]).
+    sample_blocks_kept: u64,
     pair_sample: Option<PairSample>,
     pair_block: usize,
     /// s and G, or the unit rows themselves when there are few (`accumulate`).
@@ -213,9 +215,13 @@ pub struct Analysis {
     band_part_at: Option<(u64, f64)>,
     /// The lead of a pass split by columns: the bands' checkpoints (`pass::bands`).
     bands: Option<BandTally>,
-    /// What this analysis holds over the plan's random phase alone, once it has gone on into the
-    /// sweep (`Plan::sweep_tail`): the running estimate, and the result of a pass stopped early.
+    /// What a share by rows holds over the plan's random phase alone, once it has gone on into the
+    /// sweep (`Plan::sweep_tail`): the running estimate, and the result of a pass stopped early,
+    /// merged with the other shares' at the lead.
     random_phase: Option<Box<PassPartial>>,
+    /// The same for a whole pass, which merges with nothing: only the random phase's row counts
+    /// and estimate (None with fewer than two rows kept), not a copy of G (268 MB at d = 8192).
+    random_phase_estimate: Option<(RowCounts, Option<Snapshot>)>,
 }
 
 /// Rows a GPU step reads and submits: the GPU does the arithmetic, so a step is mostly reads.
@@ -365,6 +371,7 @@ impl Analysis {
             sample_row_ids: Vec::new(),
             sample_read: 0,
             sample_counts: RowCounts::default(),
+            sample_blocks_kept: 0,
             pair_sample: None,
             pair_block: 0,
             verdict: None,
@@ -393,6 +400,7 @@ impl Analysis {
             band_part_at: None,
             bands: None,
             random_phase: None,
+            random_phase_estimate: None,
             tensor,
             config,
         };
@@ -401,19 +409,22 @@ impl Analysis {
     }
 
     /// The plan's order for this share: the seeded shuffle, whose tail is swept in file order
-    /// (`Plan::sweep_tail`) where reading costs as much as the arithmetic: a Gram pass on the CPU
-    /// of a narrow matrix (d ≤ [`SWEEP_MAX_DIM`]) with more blocks than the random phase, run to
-    /// the end (a pass asked to stop after some rows is all random phase), split by rows if at
-    /// all (a split by columns has every worker read every row, and its running estimate is the
-    /// bands'). Called whenever one of these changes, before the first step; the same in every
-    /// worker of a pool, which all build the same plan.
+    /// (`Plan::sweep_tail`) where reading costs as much as the arithmetic ([`Analysis::read_bound`]):
+    /// a Gram pass on the CPU with more blocks than the random phase, run to the end (a pass asked
+    /// to stop after some rows is all random phase), whole, or split by rows at d ≤
+    /// [`SWEEP_MAX_DIM`] (each share keeps a copy of its random phase's G for the lead's merge,
+    /// small only there; a split by columns has every worker read every row, and its running
+    /// estimate is the bands'). Called whenever one of these changes, before the first step of the
+    /// pass (and once the sample's rows are read); the same in every worker of a pool, which all
+    /// build the same plan.
     fn arrange_plan(&mut self) {
         let block_rows = self.config.block_rows.clamp(1, MAX_CHUNK_ROWS as u64);
         self.plan = Plan::new(self.rows, self.config.seed, block_rows, self.config.histogram_rows);
-        let sweeps = self.dim <= SWEEP_MAX_DIM
+        let share_sweeps = self.share.of <= 1 || (!self.share.columns && self.dim <= SWEEP_MAX_DIM);
+        let sweeps = self.read_bound()
+            && share_sweeps
             && self.config.stop_after_rows.is_none()
             && self.gram.route() == Route::Gram
-            && !self.share.columns
             && self.gpu.is_none()
             && self.plan.blocks.len() > RANDOM_PHASE_BLOCKS.max(self.plan.sample_blocks);
         if sweeps {
@@ -425,10 +436,55 @@ impl Analysis {
         self.phase
     }
 
+    /// Whether the pass is bound by its reads rather than its arithmetic, so that reading its tail
+    /// in file order pays: at d ≤ [`SWEEP_MAX_DIM`] always (a 64-row block's arithmetic costs
+    /// about what its scattered read does), and at any width once the histogram's sample shows
+    /// that its blocks cost no more arithmetic per row read than that ([`Analysis::arithmetic`]).
+    /// A tensor of zero rows, or a vocabulary padded with many, is; a trained matrix wider than
+    /// 1024, or one with a row kept in every other block, is not.
+    pub fn read_bound(&self) -> bool {
+        self.dim <= SWEEP_MAX_DIM || self.arithmetic().is_some_and(|a| a <= 1.0)
+    }
+
+    /// Whether this pass is best read by one worker alone, however many there are: the sample
+    /// shows its arithmetic is at most an eighth of a read-bound pass's ([`Analysis::arithmetic`]),
+    /// and it is too wide for shares by rows to sweep their tails (each would keep a copy of its
+    /// G: [`Analysis::arrange_plan`]). One reader sweeping the file in order then beats workers
+    /// reading scattered blocks: 10 GiB of zero rows at d = 8192 were refused in a tab in
+    /// 16–18 s by one worker, against 34–40 s by two split by columns (each reads every row) and
+    /// 17–22 s by two split by rows (each reads half, scattered; 2-core machine). The eighth
+    /// leaves one worker's arithmetic well under its reads even where 16 could share it.
+    pub fn reads_whole(&self) -> bool {
+        self.dim > SWEEP_MAX_DIM && self.arithmetic().is_some_and(|a| a <= 0.125)
+    }
+
+    /// The pass's arithmetic per row read, as the histogram's sample shows it, against that of a
+    /// matrix of d = [`SWEEP_MAX_DIM`] with every row kept; None until the sample's rows are read.
+    /// A block with no row kept (zero or non-finite rows) costs a read and no arithmetic; one with
+    /// any row kept costs the kernel a whole chunk of [`MAX_CHUNK_ROWS`] rows, d²/2 multiply-adds
+    /// each (a call pads its rows to a chunk). So k·64·d² / (n·b·1024²), k of the n sample blocks
+    /// with a row kept, b rows a block.
+    fn arithmetic(&self) -> Option<f64> {
+        let blocks = self.plan.sample_blocks as f64;
+        if self.phase == Phase::Sample || blocks == 0.0 {
+            return None;
+        }
+        let (d, narrow) = (self.dim as f64, SWEEP_MAX_DIM as f64);
+        let kept = self.sample_blocks_kept as f64 * MAX_CHUNK_ROWS as f64 * d * d;
+        Some(kept / (blocks * self.plan.block_rows as f64 * narrow * narrow))
+    }
+
+    /// Whether the histogram's sample has been read (its pairs may still be to compute): from
+    /// then on [`Analysis::read_bound`] is known.
+    pub fn sample_is_read(&self) -> bool {
+        self.phase != Phase::Sample
+    }
+
     /// Runs only `share` of the pass (`pass::shares`); a helper's [`Analysis::into_partial`] is
-    /// absorbed by the lead. Call before the first step. Every share reads the histogram's sample
-    /// (the same rows, by the seed): the f32 kernel's choice and its centre come from that sample
-    /// (`choose_precision`), and partials with the same precision and centre add exactly.
+    /// absorbed by the lead. Call before the pass's first step (the sample's may have run). Every
+    /// share reads the histogram's sample (the same rows, by the seed): the f32 kernel's choice
+    /// and its centre come from that sample (`choose_precision`), and partials with the same
+    /// precision and centre add exactly.
     /// A share by columns reads every block and keeps only its band of G
     /// ([`crate::pass::shares::column_band`]); on the row route (few rows) it stays whole.
     pub fn set_share(&mut self, share: Share) {
@@ -672,6 +728,7 @@ impl Analysis {
                 let rows = usize::try_from(self.plan.sample_rows()).unwrap_or(0);
                 self.sample_units.reserve_exact(rows.saturating_mul(self.dim_padded));
             }
+            let kept_before = self.sample_counts.kept;
             for r in 0..decoded {
                 let at = self.sample_units.len();
                 self.sample_units.resize(at + self.dim_padded, 0.0);
@@ -684,6 +741,9 @@ impl Analysis {
                     self.sample_units.truncate(at);
                 }
             }
+            if self.sample_counts.kept > kept_before {
+                self.sample_blocks_kept += 1;
+            }
             self.sample_read += 1;
         }
         if self.sample_read >= self.plan.sample_blocks {
@@ -692,6 +752,8 @@ impl Analysis {
                     .with_row_ids(std::mem::take(&mut self.sample_row_ids)),
             );
             self.phase = Phase::SamplePairs;
+            // What the sample shows may make the pass one that sweeps (`read_bound`).
+            self.arrange_plan();
         }
         Ok(())
     }
@@ -1148,16 +1210,29 @@ impl Analysis {
             self.phase = Phase::Done;
             return Ok(());
         }
-        if self.plan.in_sweep(self.next_block) && self.random_phase.is_none() {
-            // Into the sweep: what is held now is the random phase's, kept apart (small: only
-            // narrow matrices sweep) for the running estimate and for a pass stopped early.
+        if self.plan.in_sweep(self.next_block) && self.random_phase.is_none() && self.random_phase_estimate.is_none() {
+            // Into the sweep: what is held now is the random phase's, kept apart for the running
+            // estimate and for a pass stopped early. A share by rows keeps all of it (small: only
+            // narrow shares sweep), which the lead merges; a whole pass only its estimate.
             self.gram.flush();
-            self.random_phase = Some(Box::new(PassPartial {
-                gram: self.gram.clone(),
-                within: self.within,
-                blocks_seen: self.blocks_seen,
-                random_phase: None,
-            }));
+            if self.share.of > 1 {
+                self.random_phase = Some(Box::new(PassPartial {
+                    gram: self.gram.clone(),
+                    within: self.within,
+                    blocks_seen: self.blocks_seen,
+                    random_phase: None,
+                }));
+            } else {
+                let counts = self.gram.counts();
+                let snapshot = self.gram.moments_so_far().map(|moments| Snapshot {
+                    moments,
+                    counts,
+                    blocks_seen: self.blocks_seen,
+                    within: self.within,
+                    within_measured: self.blocks_seen,
+                });
+                self.random_phase_estimate = Some((counts, snapshot));
+            }
         }
         let sweeping = self.plan.in_sweep(self.next_block);
         let stride = self.share.stride();
@@ -1234,9 +1309,12 @@ impl Analysis {
     /// with what the analysis had seen then. Also returns the blocks and the counts they cover.
     fn running_moments(&self) -> Option<(Moments, u64, RowCounts)> {
         let total = self.plan.blocks.len() as u64;
-        let snapshot = match self.band_snapshot() {
-            Some(at_checkpoint) => Some(at_checkpoint?),
-            None => self.stopped_at,
+        let snapshot = match (self.band_snapshot(), self.stopped_at, &self.random_phase_estimate) {
+            (Some(at_checkpoint), _, _) => Some(at_checkpoint?),
+            (None, Some(stopped), _) => Some(stopped),
+            // A whole pass into its sweep: the random phase's estimate, until the pass is exact.
+            (None, None, Some((_, random_phase))) if !self.is_exact() => Some((*random_phase)?),
+            _ => None,
         };
         #[cfg(feature = "gpu")]
         let snapshot = match &self.gpu_pass {
@@ -1297,8 +1375,9 @@ impl Analysis {
     /// The rows the running estimate covers: all those seen, except into the sweep, where it is
     /// the random phase's ([`Analysis::running_moments`]) until the pass is exact.
     fn estimate_counts(&self) -> RowCounts {
-        match self.random_phase.as_deref() {
-            Some(r) if !self.is_exact() => r.gram.counts(),
+        match (self.random_phase.as_deref(), &self.random_phase_estimate) {
+            (Some(r), _) if !self.is_exact() => r.gram.counts(),
+            (_, Some((counts, _))) if !self.is_exact() => *counts,
             _ => self.counts(),
         }
     }

@@ -223,7 +223,7 @@ impl Job {
     }
 
     /// Splits the embedding's pass over `of` workers: this job (the lead) keeps share 0 and the
-    /// histogram's sample; the others run [`Job::open_share`]. Call before the first step.
+    /// histogram's sample; the others run [`Job::open_share`]. Call before the pass's first step.
     pub fn split(&mut self, of: u32) {
         if let Some(share) = Share::new(0, of) {
             self.embedding.set_share(share);
@@ -232,11 +232,22 @@ impl Job {
 
     /// Splits the embedding's pass by columns over `of` workers (`pass::shares::split_for`): this
     /// job keeps band 0, the sample and the within-block pairs; the others run
-    /// [`Job::open_share`] with `Share::columns(i, of)`. Call before the first step.
+    /// [`Job::open_share`] with `Share::columns(i, of)`. Call before the pass's first step.
     pub fn split_columns(&mut self, of: u32) {
         if let Some(share) = Share::columns(0, of) {
             self.embedding.set_share(share);
         }
+    }
+
+    /// Whether the embedding's histogram sample has been read: from then on [`Job::reads_whole`]
+    /// is known.
+    pub fn sample_is_read(&self) -> bool {
+        self.embedding.sample_is_read()
+    }
+
+    /// Whether the embedding's pass is best read by one worker alone ([`Analysis::reads_whole`]).
+    pub fn reads_whole(&self) -> bool {
+        self.embedding.reads_whole()
     }
 
     /// The embedding pass's route: only a Gram pass can be split by columns.

@@ -1,6 +1,7 @@
 //! The page's pool of analysis workers: each its own wasm instance opening the same
 //! `File`s (no SharedArrayBuffer). Worker 0, the lead, runs the job as one worker would, but only
-//! its share of the pass (`pass`); when it answers [`Response::Split`], workers 1..N get their
+//! its share of the pass (`pass`); when it answers [`Response::Split`] (once the histogram sample's
+//! rows are read: a pass that sample shows is all reading stays whole), workers 1..N get their
 //! shares, post their partials here, and the pool forwards them to the lead, which absorbs them and
 //! posts the one Report.
 //!

@@ -5,9 +5,10 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import {
   assertClean, serve, currentRun, openApp, openAppWithLog, pageLog, progressFrom, cancelAcknowledged, assertCancelledMidPass,
-  analyseFiles, finalReport, fixture, cliReport, ROOT,
+  analyseFiles, finalReport, fixture, cliReport, ROOT, OUT,
 } from "./harness.mjs";
 
 let server;
@@ -224,6 +225,59 @@ test("a narrow matrix sweeps its tail in file order: two workers give the CLI's 
     }
     const [lo, hi] = s.report.epsilon_ci;
     assert.ok(lo < want.epsilon && want.epsilon < hi, `[${lo}, ${hi}] holds the exact ${want.epsilon}`);
+    assertClean(b);
+  } finally { await b.close(); }
+});
+
+/** A BF16 safetensors file of one `rows`×`dim` embedding whose first `real` rows are seeded values
+ *  with a common direction and the rest zero, like a vocabulary padded with unused rows; written
+ *  once, into the fixtures' folder. */
+function paddedVocabulary(rows, dim, real) {
+  const path = join(OUT, `padded-${rows}x${dim}-${real}-real-bf16.safetensors`);
+  if (existsSync(path)) return path;
+  mkdirSync(OUT, { recursive: true });
+  const bytes = rows * dim * 2;
+  const header = { "model.embed_tokens.weight": { dtype: "BF16", shape: [rows, dim], data_offsets: [0, bytes] } };
+  let json = Buffer.from(JSON.stringify(header));
+  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  const data = Buffer.alloc(bytes);
+  const f = new Float32Array(1), u = new Uint32Array(f.buffer);
+  let s = 12345;
+  const next = () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s / 2 ** 32 - 0.5; };
+  for (let r = 0; r < real; r++) {
+    for (let c = 0; c < dim; c++) {
+      f[0] = next() + (c < 4 ? 0.3 : 0);
+      data.writeUInt16LE(u[0] >>> 16, (r * dim + c) * 2);
+    }
+  }
+  writeFileSync(path, Buffer.concat([len, json, data]));
+  return path;
+}
+
+test("a wide matrix of mostly zero rows is read by one worker in file order though two are there, and gives the CLI's exact ε", async () => {
+  // 1250 blocks of 64 rows of d = 1280, all but the first 16 zero: the sample shows a pass bound
+  // by its reads (src/run/analysis.rs, read_bound), too wide for two shares to sweep, so the lead
+  // reads it alone, its tail in file order, rather than split it by rows.
+  const path = paddedVocabulary(80000, 1280, 1000);
+  const want = cliReport(path, "--threads", "2");
+  assert.equal(want.rows_used, 1000);
+  const b = await openApp(server, "?workers=2&kernel=simd128");
+  try {
+    const r = await analyseFiles(b.page, path);
+    assert.equal(r.status, "done", r.text);
+    assert.equal(r.report.workers, 1, "one worker read it");
+    assert.equal(r.report.exact, true);
+    assert.equal(r.report.rows_used, 1000);
+    for (const k of ["epsilon", "mu", "sigma"]) {
+      assert.ok(Math.abs(r.report[k] - want[k]) <= 1e-9, `${k}: page ${r.report[k]}, CLI ${want[k]}`);
+    }
+    console.log(`exact pass 80000×1280 bf16 (204.8 MB, 1000 rows non-zero), 1 of 2 workers: ${r.report.timing_ms.toFixed(0)} ms`);
+    // A wide matrix of real rows is still split: both workers (the pool is not stuck at one).
+    const big = await analyseFiles(b.page, BIG());
+    assert.equal(big.status, "done", big.text);
+    assert.equal(big.report.workers, 2);
     assertClean(b);
   } finally { await b.close(); }
 });

@@ -17,7 +17,7 @@ use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::pass::accumulate::Route;
 use crate::pass::gpu::{GpuChoice, GpuContext};
-use crate::pass::shares::{choose_split, Share, WORKER_MEMORY_LIMIT};
+use crate::pass::shares::{choose_split, Share, Split, WORKER_MEMORY_LIMIT};
 use crate::read::locate::LocateError;
 use crate::run::analysis::{Phase, Progress};
 use crate::run::job::{Job, JobOptions, Opened};
@@ -146,23 +146,9 @@ pub(super) async fn analyze(
     if let Some(gpu) = &gpu {
         job.set_gpu(gpu.clone());
     }
-    // By rows as far as whole accumulators fit the memory budget, else (and from d = 8192) by
-    // columns where the lead can assemble G (`shares::choose_split`); a GPU pass is the lead's alone.
-    let gram = job.route() == Route::Gram;
-    let limit = Some(WORKER_MEMORY_LIMIT);
-    let (of, columns) = if gpu.is_some() {
-        (1, false)
-    } else {
-        choose_split(settings.split, workers, job.accumulator_bytes(), gram, limit)
-    };
-    if of > 1 {
-        if columns {
-            job.split_columns(of);
-        } else {
-            job.split(of);
-        }
-        post(run, Response::Split { tensor: chosen, of, columns });
-    }
+    // The split waits for the sample's rows (tens of ms), which say whether the pass is bound by
+    // its reads (`split_after_sample`); a GPU pass is the lead's alone.
+    let mut split = gpu.is_some().then_some((1, false));
     let mut estimate_posted = false;
     // The last progress posted with a running ε, reposted between two estimates.
     let mut last_estimate: Option<Progress> = None;
@@ -177,6 +163,13 @@ pub(super) async fn analyze(
         ahead.before_step(job.step_reads(), |n| job.upcoming_reads(n)).await;
         if job.step().map_err(pass_error)? {
             break;
+        }
+        if split.is_none() && job.sample_is_read() {
+            let (of, columns) = split_after_sample(&mut job, settings.split, workers);
+            if of > 1 {
+                post(run, Response::Split { tensor: chosen.clone(), of, columns });
+            }
+            split = Some((of, columns));
         }
         // Split by columns: the bands' parts of ‖G‖²_F at their checkpoints (the running ε).
         job.note_checkpoint();
@@ -240,6 +233,7 @@ pub(super) async fn analyze(
             return Ok(());
         }
     }
+    let (of, columns) = split.unwrap_or((1, false));
     // Split by columns, a lead whose own band is done waits for slower bands: their checkpoints
     // still move the running ε, and *Stop here* takes the last one. Their partials are taken in
     // only once all have come, since a band placed into G ends the bands' running estimate.
@@ -315,6 +309,26 @@ pub(super) async fn analyze(
         }
     }
     Ok(())
+}
+
+/// Splits the lead's pass once its sample's rows are read: by rows as far as whole accumulators
+/// fit the memory budget, else (and from d = 8192) by columns where the lead can assemble G
+/// (`shares::choose_split`). Asked for no split in particular, a pass the sample shows is bound by
+/// its reads runs whole where its shares could not sweep (`Job::reads_whole`). `(of, by_columns)`.
+fn split_after_sample(job: &mut Job, split: Split, workers: u32) -> (u32, bool) {
+    if split == Split::Auto && job.reads_whole() {
+        return (1, false);
+    }
+    let gram = job.route() == Route::Gram;
+    let (of, columns) = choose_split(split, workers, job.accumulator_bytes(), gram, Some(WORKER_MEMORY_LIMIT));
+    if of > 1 {
+        if columns {
+            job.split_columns(of);
+        } else {
+            job.split(of);
+        }
+    }
+    (of, columns)
 }
 
 /// How often a GPU wait looks for *Stop here*, a Cancel or a newer run.
