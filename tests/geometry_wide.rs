@@ -175,6 +175,40 @@ fn lanczos_matches_a_float64_reference_past_the_full_solvers_width() {
 }
 
 #[test]
+fn the_eigen_step_on_threads_equals_the_one_on_one_thread() {
+    // The CLI runs the eigen step on its threads: faer's solver on its rayon pool (full path), and
+    // Lanczos's products with G by bands of panels. The same spectrum to rounding, the same values
+    // on every run with a given number of threads, and the float64 reference's leading values.
+    let cases = [(900, 600, usize::MAX, SpectrumMethod::Full), (300, 4200, 0, SpectrumMethod::Lanczos)];
+    for (rows, dim, full_max, method) in cases {
+        let units = low_rank_plus_noise(rows, dim, 80, 13);
+        let want = reference_eigenvalues(&units, dim);
+        let pass = PairAccumulator::Gram(gram_of(&units, dim, Precision::F64));
+        let one = geometry::of_pass_by(&pass, dim, TIMING, full_max, 1).expect("one thread");
+        assert_eq!(one.method, method);
+        for threads in [2, 3, 7] {
+            let many = geometry::of_pass_by(&pass, dim, TIMING, full_max, threads).expect("threads");
+            let again = geometry::of_pass_by(&pass, dim, TIMING, full_max, threads).expect("threads again");
+            let case = format!("d = {dim}, {threads} threads");
+            assert_eq!(many.eigenvalues, again.eigenvalues, "{case}: the same values on every run");
+            assert_eq!((many.method, many.eigenvalues.len()), (one.method, one.eigenvalues.len()), "{case}");
+            for (k, (a, b)) in many.eigenvalues.iter().zip(&one.eigenvalues).enumerate() {
+                assert!((a - b).abs() <= 1e-12 * one.eigenvalues[0], "{case}: λ{k} {a:e} vs one thread's {b:e}");
+            }
+            if method == SpectrumMethod::Lanczos {
+                check_leading(&case, &many, &want, 1e-10);
+            } else {
+                assert!(many.eigenvalues_complete && many.eigenvalues.len() == dim, "{case}");
+                for (k, (a, b)) in many.eigenvalues.iter().zip(&want).enumerate() {
+                    assert!((a - b).abs() <= 1e-10 * want[0], "{case}: λ{k} {a:e}, reference {b:e}");
+                }
+            }
+            assert!((many.participation_ratio - one.participation_ratio).abs() <= 1e-12 * one.participation_ratio);
+        }
+    }
+}
+
+#[test]
 fn closed_form_participation_ratio_equals_the_eigenvalue_form() {
     for (rows, dim, seed) in [(400, 64, 1u64), (150, 200, 2), (1000, 37, 3)] {
         let units = low_rank_plus_noise(rows, dim, 10, seed);

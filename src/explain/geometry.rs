@@ -220,7 +220,7 @@ impl Geometry {
         }
         let moments = Moments2 { trace: diagonal.iter().sum::<f64>() / v, frobenius_sq: frobenius / (v * v) };
         let spectrum = if dim <= full_max {
-            full_spectrum(dim, &gram, v)?
+            full_spectrum(dim, &gram, v, 1)?
         } else {
             leading_spectrum(&EntryOp { dim, entry: &gram }, v)?
         };
@@ -422,8 +422,14 @@ pub fn effective_rank_bounds(leading: &[f64], moments: Moments2, rank_max: usize
 /// on its first call at such sizes, more than the whole work of a small matrix.
 const SMALL_EXACT_DIM: usize = 64;
 
-/// All eigenvalues of G/V by the dense solver (by Lanczos over the whole space for small n).
-fn full_spectrum(n: usize, entry: &impl Fn(usize, usize) -> f64, scale: f64) -> Result<Spectrum, GeometryError> {
+/// All eigenvalues of G/V by the dense solver (by Lanczos over the whole space for small n), on up
+/// to `threads` threads.
+fn full_spectrum(
+    n: usize,
+    entry: &impl Fn(usize, usize) -> f64,
+    scale: f64,
+    threads: usize,
+) -> Result<Spectrum, GeometryError> {
     if n <= SMALL_EXACT_DIM {
         let started = now_ms();
         // The lower triangle once (an entry may be a d-long dot product), read n times below.
@@ -436,7 +442,7 @@ fn full_spectrum(n: usize, entry: &impl Fn(usize, usize) -> f64, scale: f64) -> 
             return Ok(Spectrum { eigenvalues, complete: true, lanczos: None, eigen_ms: now_ms() - started });
         }
     }
-    let (eigenvalues, eigen_ms) = eigenvalues_scaled(n, entry, scale)?;
+    let (eigenvalues, eigen_ms) = eigenvalues_scaled_on(n, entry, scale, threads)?;
     Ok(Spectrum { eigenvalues, complete: true, lanczos: None, eigen_ms })
 }
 
@@ -462,6 +468,18 @@ pub fn eigenvalues_scaled(
     entry: impl Fn(usize, usize) -> f64,
     scale: f64,
 ) -> Result<(Vec<f64>, f64), GeometryError> {
+    eigenvalues_scaled_on(n, entry, scale, 1)
+}
+
+/// [`eigenvalues_scaled`] on up to `threads` threads (natively; one in wasm, which has none). The
+/// solver's tridiagonalisation streams the matrix once per column, so at n = 4096 it is bound by
+/// memory more than arithmetic, and several cores' caches and memory channels shorten it.
+pub fn eigenvalues_scaled_on(
+    n: usize,
+    entry: impl Fn(usize, usize) -> f64,
+    scale: f64,
+    threads: usize,
+) -> Result<(Vec<f64>, f64), GeometryError> {
     let started = now_ms();
     // The solver reads the lower triangle only; the upper stays zero.
     let mut m = faer::Mat::<f64>::zeros(n, n);
@@ -470,9 +488,37 @@ pub fn eigenvalues_scaled(
             m[(a, b)] = entry(a, b) / scale;
         }
     }
-    let eigenvalues = m.self_adjoint_eigenvalues(faer::Side::Lower).map_err(|_| GeometryError::NoConvergence)?;
+    let par = solver_parallelism(threads);
+    let mut s = faer::diag::Diag::<f64>::zeros(n);
+    let scratch = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(
+        n,
+        faer::linalg::evd::ComputeEigenvectors::No,
+        par,
+        Default::default(),
+    );
+    faer::linalg::evd::self_adjoint_evd(
+        m.as_ref(),
+        s.as_mut(),
+        None,
+        par,
+        dyn_stack::MemStack::new(&mut dyn_stack::MemBuffer::new(scratch)),
+        Default::default(),
+    )
+    .map_err(|_| GeometryError::NoConvergence)?;
     drop(m);
+    let eigenvalues = s.column_vector().iter().copied().collect();
     Ok((eigenvalues, now_ms() - started))
+}
+
+/// faer's parallelism for `threads`: its rayon pool natively (the CLI's `--threads`), sequential
+/// in wasm, where faer is built without rayon.
+fn solver_parallelism(threads: usize) -> faer::Par {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(n) = std::num::NonZeroUsize::new(threads).filter(|n| n.get() > 1) {
+        return faer::Par::Rayon(n);
+    }
+    let _ = threads;
+    faer::Par::Seq
 }
 
 /// Milliseconds from an arbitrary origin: the kernel's clock, which the browser worker sets from
@@ -485,7 +531,19 @@ fn now_ms() -> f64 {
 /// The spectrum of G/V and the coordinates that carry μ, from a finished pass's accumulator
 /// (either route; `dim` is the tensor's width).
 pub fn of_pass(pass: &PairAccumulator, dim: usize, timing: GeometryTiming) -> Result<Geometry, GeometryError> {
-    of_pass_with(pass, dim, timing, FULL_SPECTRUM_MAX_DIM)
+    of_pass_on(pass, dim, timing, 1)
+}
+
+/// [`of_pass`] on up to `threads` threads (the CLI's `--threads`): the dense solver through faer's
+/// rayon pool, Lanczos's products with G by bands of its panels. Natively only; the same
+/// eigenvalues to rounding on any number.
+pub fn of_pass_on(
+    pass: &PairAccumulator,
+    dim: usize,
+    timing: GeometryTiming,
+    threads: usize,
+) -> Result<Geometry, GeometryError> {
+    of_pass_by(pass, dim, timing, FULL_SPECTRUM_MAX_DIM, threads)
 }
 
 /// [`of_pass`] with the full solver used up to n = `full_max` (tests force Lanczos with 0).
@@ -495,30 +553,41 @@ pub fn of_pass_with(
     timing: GeometryTiming,
     full_max: usize,
 ) -> Result<Geometry, GeometryError> {
+    of_pass_by(pass, dim, timing, full_max, 1)
+}
+
+/// [`of_pass_with`] on up to `threads` threads ([`of_pass_on`]).
+pub fn of_pass_by(
+    pass: &PairAccumulator,
+    dim: usize,
+    timing: GeometryTiming,
+    full_max: usize,
+    threads: usize,
+) -> Result<Geometry, GeometryError> {
     match pass {
         PairAccumulator::Gram(g) => {
             let rows = g.counts.kept;
             check(dim, rows)?;
             let v = rows as f64;
-            let op = PackedOp::new(g.gram(), dim, g.centre_parts());
+            let op = PackedOp::new(g.gram(), dim, g.centre_parts()).on_threads(threads);
             let diagonal = op.diagonal();
             let moments =
                 Moments2 { trace: diagonal.iter().sum::<f64>() / v, frobenius_sq: op.frobenius_sq() / (v * v) };
             let spectrum = if dim <= full_max {
-                full_spectrum(dim, &|a, b| g.gram_entry(a, b), v)?
+                full_spectrum(dim, &|a, b| g.gram_entry(a, b), v, threads)?
             } else {
                 leading_spectrum(&op, v)?
             };
             Geometry::from_parts(g.sum(), &diagonal, moments, spectrum, dim, dim, rows, timing)
         }
-        PairAccumulator::Rows(r) => of_rows(r, timing, full_max),
+        PairAccumulator::Rows(r) => of_rows(r, timing, full_max, threads),
     }
 }
 
 /// The row route's spectrum: from the V×V matrix UUᵀ/V while that is affordable (its eigenvalues
 /// are the non-zero ones of UᵀU/V; the other d − V are zero), else Lanczos on UᵀU. Gₖₖ = Σᵢ uᵢₖ²
 /// and s give the coordinates that carry μ; ‖G‖²_F = ‖UUᵀ‖²_F = Σᵢ‖uᵢ‖⁴ + Σ_{i≠j} cos².
-fn of_rows(r: &RowPairs, timing: GeometryTiming, full_max: usize) -> Result<Geometry, GeometryError> {
+fn of_rows(r: &RowPairs, timing: GeometryTiming, full_max: usize, threads: usize) -> Result<Geometry, GeometryError> {
     let (d, v, dim) = (r.dim_padded(), r.rows(), r.dim());
     let rows = v as u64;
     check(dim, rows)?;
@@ -540,7 +609,7 @@ fn of_rows(r: &RowPairs, timing: GeometryTiming, full_max: usize) -> Result<Geom
     let full = v <= full_max && (v as f64) * (v as f64) * (d as f64) / 2.0 <= FULL_ROWS_MAX_WORK;
     let spectrum = if full {
         let unit = |i: usize| units.get(i * d..(i + 1) * d).unwrap_or(&[]);
-        let Spectrum { mut eigenvalues, eigen_ms, .. } = full_spectrum(v, &|i, j| dot(unit(i), unit(j)), vf)?;
+        let Spectrum { mut eigenvalues, eigen_ms, .. } = full_spectrum(v, &|i, j| dot(unit(i), unit(j)), vf, threads)?;
         eigenvalues.resize(dim.max(v), 0.0);
         eigenvalues.sort_by(|a, b| b.total_cmp(a));
         eigenvalues.truncate(dim);

@@ -31,13 +31,26 @@ pub struct PackedOp<'a> {
     gram: &'a PackedGram,
     dim: usize,
     centre: Option<(&'a [f64], &'a [f64], f64)>,
+    /// Bands of panels, one per thread ([`PackedOp::on_threads`]); one band covers them all.
+    bands: Vec<std::ops::Range<usize>>,
 }
 
 impl<'a> PackedOp<'a> {
     /// `centre`: (c, s_w, n) as `GramMoments::centre_parts` gives them.
     pub fn new(gram: &'a PackedGram, dim: usize, centre: Option<(&'a [f64], &'a [f64], u64)>) -> Self {
         let dim = dim.min(gram.dim_padded());
-        Self { gram, dim, centre: centre.map(|(c, s, n)| (c, s, n as f64)) }
+        let bands = balanced_bands(gram.panels(), gram.dim_padded(), 1);
+        Self { gram, dim, centre: centre.map(|(c, s, n)| (c, s, n as f64)), bands }
+    }
+
+    /// Each product with G shared by up to `threads` threads, each over a band of panels holding
+    /// an equal part of the triangle: a step streams all of G (256 MiB at d = 8192), which one core
+    /// reads at a fraction of the memory's bandwidth. Each band's y is summed apart, then the bands'
+    /// in order, so a given number of threads always gives the same values (and one thread exactly
+    /// the sequential ones). Where a thread cannot start (wasm), its band runs on the caller's.
+    pub fn on_threads(mut self, threads: usize) -> Self {
+        self.bands = balanced_bands(self.gram.panels(), self.gram.dim_padded(), threads);
+        self
     }
 
     /// The centre's part of G at (a, b), as `GramMoments::gram_entry` adds it.
@@ -73,7 +86,7 @@ impl SymOp for PackedOp<'_> {
         for (o, &v) in xp.iter_mut().zip(x.iter().take(self.dim)) {
             *o = v;
         }
-        packed_symv(self.gram, &xp, &mut yp);
+        packed_symv_bands(self.gram, &self.bands, &xp, &mut yp);
         if let Some((c, s, n)) = self.centre {
             // (c·s_wᵀ + s_w·cᵀ + n·ccᵀ)·x = c·(s_w·x) + s_w·(c·x) + n·c·(c·x).
             let (sx, cx) = (dot_prefix(s, &xp), dot_prefix(c, &xp));
@@ -92,15 +105,76 @@ fn dot_prefix(a: &[f64], b: &[f64]) -> f64 {
     dot(&a[..n], &b[..n])
 }
 
-/// y = G·x over the packed upper triangle (x, y of length d_pad). Each panel's 4 rows are read
-/// once, front to back: below its 4×4 diagonal block a stored G_ab (b > a) adds G_ab·x_b to y_a and
-/// G_ab·x_a to y_b, so one pass over the triangle gives the whole symmetric product.
-fn packed_symv(gram: &PackedGram, x: &[f64], y: &mut [f64]) {
+/// Contiguous ranges of `panels` panels, at most `threads` of them, each holding about the same
+/// number of stored values (panel p holds 4·(d_pad − 4p): the early panels are the long ones).
+fn balanced_bands(panels: usize, dim_padded: usize, threads: usize) -> Vec<std::ops::Range<usize>> {
+    let threads = threads.clamp(1, panels.max(1));
+    let size = |p: usize| (dim_padded - PackedGram::panel_start(p).min(dim_padded)) as f64;
+    let total: f64 = (0..panels).map(size).sum();
+    let mut bands = Vec::with_capacity(threads);
+    let (mut start, mut held) = (0, 0.0);
+    for p in 0..panels {
+        held += size(p);
+        let wanted = total * (bands.len() + 1) as f64 / threads as f64;
+        if held >= wanted && bands.len() + 1 < threads {
+            bands.push(start..p + 1);
+            start = p + 1;
+        }
+    }
+    bands.push(start..panels);
+    bands
+}
+
+/// y = G·x with each band of panels summed into a y of its own on a thread of its own (the first on
+/// the caller's), then the bands' y added in order.
+fn packed_symv_bands(gram: &PackedGram, bands: &[std::ops::Range<usize>], x: &[f64], y: &mut [f64]) {
+    let [first, rest @ ..] = bands else { return };
+    if rest.is_empty() {
+        packed_symv(gram, first.clone(), x, y);
+        return;
+    }
+    let n = y.len();
+    let band_y = |band: &std::ops::Range<usize>| {
+        let mut part = vec![0.0f64; n];
+        packed_symv(gram, band.clone(), x, &mut part);
+        part
+    };
+    let parts: Vec<Vec<f64>> = std::thread::scope(|scope| {
+        let others: Vec<_> = rest
+            .iter()
+            .map(|band| std::thread::Builder::new().spawn_scoped(scope, move || band_y(band)).map_err(|_| band))
+            .collect();
+        let mut parts = vec![band_y(first)];
+        for other in others {
+            // A thread that could not start, or failed, leaves its band to this one.
+            parts.push(match other {
+                Ok(handle) => handle.join().unwrap_or_default(),
+                Err(band) => band_y(band),
+            });
+        }
+        parts
+    });
+    for (band, part) in bands.iter().zip(&parts) {
+        if part.len() == n {
+            for (o, &v) in y.iter_mut().zip(part) {
+                *o += v;
+            }
+        } else {
+            packed_symv(gram, band.clone(), x, y);
+        }
+    }
+}
+
+/// y += G·x over the panels in `panels` of the packed upper triangle (x, y of length d_pad). Each
+/// panel's 4 rows are read once, front to back: below its 4×4 diagonal block a stored G_ab (b > a)
+/// adds G_ab·x_b to y_a and G_ab·x_a to y_b, so one pass over the triangle gives the whole
+/// symmetric product.
+fn packed_symv(gram: &PackedGram, panels: std::ops::Range<usize>, x: &[f64], y: &mut [f64]) {
     let dp = gram.dim_padded();
     if x.len() < dp || y.len() < dp {
         return;
     }
-    for p in 0..gram.panels() {
+    for p in panels.start..panels.end.min(gram.panels()) {
         let c0 = PackedGram::panel_start(p);
         let width = dp - c0;
         let panel = gram.panel(p);
@@ -504,6 +578,40 @@ mod tests {
         // Last components of the unit eigenvectors: Σ yₙ² = 1 (the last row of an orthogonal matrix).
         let sum: f64 = last.iter().map(|x| x * x).sum();
         assert!((sum - 1.0).abs() < 1e-12, "Σ y_last² = {sum}");
+    }
+
+    #[test]
+    fn bands_cover_every_panel_once_with_equal_shares() {
+        for (dim, threads) in [(8192usize, 2usize), (8192, 16), (4096, 3), (40, 7), (8, 4), (0, 3), (1000, 1)] {
+            let gram = PackedGram::new(dim);
+            let (panels, dp) = (gram.panels(), gram.dim_padded());
+            let bands = balanced_bands(panels, dp, threads);
+            assert!(!bands.is_empty() && bands.len() <= threads.max(1), "d = {dim}: {bands:?}");
+            assert_eq!(bands.first().map(|b| b.start), Some(0));
+            assert_eq!(bands.last().map(|b| b.end), Some(panels));
+            assert!(bands.windows(2).all(|w| w[0].end == w[1].start), "d = {dim}: contiguous {bands:?}");
+            // Each band holds its share of the triangle to within the first (longest) panel.
+            let size =
+                |b: &std::ops::Range<usize>| b.clone().map(|p| (dp - PackedGram::panel_start(p)) as f64).sum::<f64>();
+            let total: f64 = bands.iter().map(size).sum();
+            for b in &bands {
+                assert!((size(b) - total / bands.len() as f64).abs() <= dp as f64 + 1.0, "d = {dim}: {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn packed_product_on_threads_matches_the_sequential_one() {
+        let dim = 301;
+        let mut gram = PackedGram::new(dim);
+        gram.add_entries(|a, b| ((a * 13 + b * 5) % 17) as f64 - 8.0 + 0.125 * b as f64);
+        let x: Vec<f64> = (0..dim).map(|i| (i as f64 * 0.37).sin()).collect();
+        let (mut one, mut many) = (vec![0.0; dim], vec![0.0; dim]);
+        PackedOp::new(&gram, dim, None).apply(&x, &mut one);
+        PackedOp::new(&gram, dim, None).on_threads(5).apply(&x, &mut many);
+        for (a, b) in one.iter().zip(&many) {
+            assert!((a - b).abs() <= 1e-12 * a.abs().max(1.0), "{a} vs {b}");
+        }
     }
 
     #[test]

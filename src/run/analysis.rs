@@ -1491,10 +1491,15 @@ impl Analysis {
     /// eigenvalues by Lanczos). Takes seconds at d = 4096, so [`Analysis::report`] leaves it to the
     /// caller, which may show the result first.
     pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
+        self.geometry_on(timing, 1)
+    }
+
+    /// [`Analysis::geometry`] on up to `threads` threads ([`geometry::of_pass_on`]; natively only).
+    pub fn geometry_on(&self, timing: GeometryTiming, threads: usize) -> Result<Option<Geometry>, GeometryError> {
         if !geometry_expected(self.is_exact(), self.dim as u64) || self.phase != Phase::Done {
             return Ok(None);
         }
-        geometry::of_pass(&self.gram, self.dim, timing).map(Some)
+        geometry::of_pass_on(&self.gram, self.dim, timing, threads).map(Some)
     }
 
     /// Whether the pass sums a Gram matrix (which a split by columns can share out) or, for few

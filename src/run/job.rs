@@ -455,21 +455,26 @@ impl Job {
         p
     }
 
-    /// The embedding's geometry ([`Analysis::geometry`]): None unless its pass was exact. The
-    /// unembedding, a sample, has none.
     /// The embedding matrix and its vocabulary, for the tail explorer and the centred pass.
     pub fn matrix(&self) -> &Matrix {
         &self.matrix
     }
 
+    /// The embedding's geometry ([`Analysis::geometry`]): None unless its pass was exact. The
+    /// unembedding, a sample, has none.
     pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
         self.embedding.geometry(timing)
     }
 
     /// [`Job::report`] with the geometry filled in: for callers that can wait for the eigen step.
     pub fn report_with_geometry(&self, timing_ms: f64) -> Result<Report, Error> {
+        self.report_with_geometry_on(timing_ms, 1)
+    }
+
+    /// [`Job::report_with_geometry`] with the eigen step on up to `threads` threads (natively).
+    pub fn report_with_geometry_on(&self, timing_ms: f64, threads: usize) -> Result<Report, Error> {
         let mut report = self.report(timing_ms)?;
-        report.geometry = self.geometry(GeometryTiming::WithTheResult)?;
+        report.geometry = self.embedding.geometry_on(GeometryTiming::WithTheResult, threads)?;
         Ok(report)
     }
 

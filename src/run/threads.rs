@@ -109,7 +109,7 @@ fn on_gpu(files: &[PathBuf], request: &PassRequest, started: Instant) -> Result<
         }
     }
     block_on(job.finish_gpu())?;
-    finish(job, request, started)
+    finish(job, request, started, threads_asked(request))
 }
 
 #[cfg(not(feature = "gpu"))]
@@ -125,9 +125,10 @@ fn open_files(files: &[PathBuf]) -> Result<Vec<Rc<dyn ByteSource>>, ThreadsError
     Ok(sources)
 }
 
-/// The report with its spectrum and, when asked, the centred statistics.
-fn finish(job: Job, request: &PassRequest, started: Instant) -> Result<Report, ThreadsError> {
-    let mut report = job.report_with_geometry(started.elapsed().as_secs_f64() * 1000.0)?;
+/// The report with its spectrum (the eigen step on `threads` threads) and, when asked, the
+/// centred statistics.
+fn finish(job: Job, request: &PassRequest, started: Instant, threads: usize) -> Result<Report, ThreadsError> {
+    let mut report = job.report_with_geometry_on(started.elapsed().as_secs_f64() * 1000.0, threads)?;
     if request.centred {
         report.centred = Some(centred(job.matrix())?);
     }
@@ -139,7 +140,7 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
     let open = || open_files(files);
     let config = request.config.clone();
     let (mut job, opened) = Job::open(open()?, request.tensor.as_deref(), config.clone())?;
-    let requested = request.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let requested = threads_asked(request);
     // By rows while whole accumulators fit the memory budget and d < 8192, else by columns
     // (`shares::split_for`), unless asked otherwise.
     let requested = u32::try_from(requested).unwrap_or(u32::MAX);
@@ -194,7 +195,13 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
     for partial in partials {
         job.absorb(&partial?)?;
     }
-    finish(job, request, started)
+    // The eigen step on every thread asked for, even where the memory budget ran fewer shares.
+    finish(job, request, started, threads_asked(request))
+}
+
+/// `--threads`, or every core.
+fn threads_asked(request: &PassRequest) -> usize {
+    request.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }
 
 /// The dot products of the histogram's sample pairs (`Analysis::finish_sample_pairs_with`) on
