@@ -63,7 +63,7 @@ print(json.dumps({"shape": sys.argv[2], "threads": int(sys.argv[3]), "seconds": 
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 # The pass (reading, the sample, the Gram kernel, the merge) is what the threads share; the eigen
-# step of the geometry runs once after it, on one thread.
+# step of the geometry runs after it, on the same threads (faer's pool; Lanczos by bands of G).
 print("\n| shape (bf16) | threads asked | shares ran | pass (s) | pass ÷ 1 thread | eigen step (s) | wall (s) | wall ÷ 1 thread | Gram GFLOP/s per thread | ε |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 for r in rows:

@@ -61,7 +61,8 @@ mod cli {
             centred: bool,
             /// Threads sharing the pass (default: every core). Each takes a share of the rows with
             /// a whole Gram matrix while they fit the memory budget (600 MB: 8 at d = 4096) and
-            /// d < 8192; beyond that each takes every row and a band of the matrix's columns.
+            /// d < 8192; beyond that each takes every row and a band of the matrix's columns. The
+            /// eigen step of the geometry runs on them too.
             #[arg(long)]
             threads: Option<usize>,
             /// How the threads share the pass: auto (rows while the budget holds, else columns),
