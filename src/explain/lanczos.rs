@@ -64,7 +64,8 @@ impl<'a> PackedOp<'a> {
 
     /// ‖G‖²_F, centre included.
     pub fn frobenius_sq(&self) -> f64 {
-        self.gram.frobenius_sq_plus(|a, b| self.centre_term(a, b))
+        let (c, s, n) = self.centre.unwrap_or((&[], &[], 0.0));
+        self.gram.frobenius_sq_centred(c, s, n)
     }
 
     /// G_kk, centre included.

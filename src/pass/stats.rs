@@ -531,7 +531,8 @@ impl GramMoments {
     /// ‖G‖_F² over the rows in G, of the panels held: a band's part of it in a pass split by
     /// columns, where the bands' parts add up to the whole (`pass::bands`).
     pub fn frobenius_so_far(&self) -> f64 {
-        self.gram.frobenius_sq_plus(|a, b| self.centre_term(a, b))
+        let (sum_centred, rows_centred) = self.centred_in_g();
+        self.gram.frobenius_sq_centred(&self.centre, sum_centred, rows_centred as f64)
     }
 
     /// Everything [`GramMoments::moments_so_far`] reads but ‖G‖_F², over the rows in G: O(d).

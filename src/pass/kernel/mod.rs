@@ -346,6 +346,51 @@ impl PackedGram {
         self.frobenius_sq_plus(|_, _| 0.0)
     }
 
+    /// ‖G + E‖_F² for the centre's E_ab = c_a·s_b + s_a·c_b + n·c_a·c_b (0 where a or b is past
+    /// c or s): [`PackedGram::frobenius_sq_plus`] with that E, the same values in the same order,
+    /// so the same bits, but with c_a, s_a and n·c_a taken once per row and no call per entry:
+    /// the running ε reads it at every estimate, 27–32 ms → a few ms natively at d = 4096.
+    pub fn frobenius_sq_centred(&self, c: &[f64], s: &[f64], n: f64) -> f64 {
+        let mut total = 0.0f64;
+        let zeros = if self.is_allocated() { Vec::new() } else { vec![0.0; self.dim_padded] };
+        let limit = c.len().min(s.len()).min(self.dim_padded);
+        let (c, s) = (&c[..limit], &s[..limit]);
+        for p in self.panel_range() {
+            let c0 = Self::panel_start(p);
+            let width = self.dim_padded - c0;
+            let panel = if self.is_allocated() { self.panel(p) } else { &zeros[..] };
+            for t in 0..TILE_A {
+                let a = p * TILE_A + t;
+                let row = if self.is_allocated() { &panel[t * width..(t + 1) * width] } else { &zeros[..width] };
+                // Entries b ≥ a only (the triangle's stored half), as `frobenius_sq_plus` reads them.
+                // Entries b ≥ a: the first is the diagonal (counted once), the rest count twice.
+                let Some(row) = row.get(a.saturating_sub(c0)..) else { continue };
+                let (Some(&ca), Some(&sa)) = (c.get(a), s.get(a)) else {
+                    let mut entries = row.iter().map(|&g| g + 0.0);
+                    if let Some(g) = entries.next() {
+                        total += g * g;
+                    }
+                    for g in entries {
+                        total += 2.0 * g * g;
+                    }
+                    continue;
+                };
+                let nca = n * ca;
+                let (inside, past) = row.split_at((limit - a).min(row.len()));
+                // centre_term's expression, operation for operation: ca·sb + sa·cb + n·ca·cb.
+                let mut entries =
+                    inside.iter().zip(&c[a..]).zip(&s[a..]).map(|((&g, &cb), &sb)| g + (ca * sb + sa * cb + nca * cb));
+                if let Some(g) = entries.next() {
+                    total += g * g;
+                }
+                for g in entries.chain(past.iter().map(|&g| g + 0.0)) {
+                    total += 2.0 * g * g;
+                }
+            }
+        }
+        total
+    }
+
     /// ‖G + E‖_F² for a symmetric E given entry by entry (a ≤ b), without storing G + E: the f32
     /// pass keeps G of centred rows and adds the centre's rank-2 terms here (`stats::GramMoments`).
     pub fn frobenius_sq_plus(&self, extra: impl Fn(usize, usize) -> f64) -> f64 {
@@ -614,6 +659,36 @@ mod tests {
             }
         }
         rows
+    }
+
+    #[test]
+    fn the_centred_frobenius_norm_is_the_entrywise_one_bit_for_bit() {
+        for dim in [1usize, 7, 37, 130] {
+            let dp = padded_dim(dim);
+            let mut full = PackedGram::new(dim);
+            let mut packed = Vec::new();
+            let k = pack_rows(&some_rows(dim, 9), dp, &mut packed);
+            gram_update(&packed, k, &mut full);
+            let mut band = PackedGram::band(dim, full.panels() / 2..full.panels());
+            gram_update(&packed, k, &mut band);
+            let unallocated = PackedGram::new(dim);
+            let c: Vec<f64> = (0..dp).map(|i| ((i * 5) % 7) as f64 * 0.3 - 0.7).collect();
+            let s: Vec<f64> = (0..dp).map(|i| ((i * 3) % 11) as f64 * 0.11 - 0.4).collect();
+            // Full-length centres, shorter ones (entries past them add nothing), and none.
+            for (c, s) in
+                [(&c[..], &s[..]), (&c[..dim / 2], &s[..]), (&c[..], &s[..dim.div_ceil(3)]), (&[][..], &[][..])]
+            {
+                let n = 17.0;
+                let entrywise = |a: usize, b: usize| match (c.get(a), c.get(b), s.get(a), s.get(b)) {
+                    (Some(&ca), Some(&cb), Some(&sa), Some(&sb)) => ca * sb + sa * cb + n * ca * cb,
+                    _ => 0.0,
+                };
+                for g in [&full, &band, &unallocated] {
+                    let want = g.frobenius_sq_plus(entrywise);
+                    assert_eq!(g.frobenius_sq_centred(c, s, n).to_bits(), want.to_bits(), "d = {dim}");
+                }
+            }
+        }
     }
 
     #[test]
