@@ -125,9 +125,10 @@ fn open_files(files: &[PathBuf]) -> Result<Vec<Rc<dyn ByteSource>>, ThreadsError
     Ok(sources)
 }
 
-/// The report with its spectrum (the eigen step on `threads` threads) and, when asked, the
-/// centred statistics.
+/// The report with its spectrum (the eigen step on `threads` threads, at most one per core: each
+/// Lanczos step starts its threads afresh) and, when asked, the centred statistics.
 fn finish(job: Job, request: &PassRequest, started: Instant, threads: usize) -> Result<Report, ThreadsError> {
+    let threads = threads.min(std::thread::available_parallelism().map_or(1, |n| n.get()));
     let mut report = job.report_with_geometry_on(started.elapsed().as_secs_f64() * 1000.0, threads)?;
     if request.centred {
         report.centred = Some(centred(job.matrix())?);
