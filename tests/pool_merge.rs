@@ -189,8 +189,9 @@ fn frame_bytes(partial: PassPartial) -> Vec<u8> {
 }
 
 /// A band sent apart from its partial (the page's message) is placed exactly as the band itself,
-/// bit for bit; a message cut short, a band with a value too many or too few, and values sent with
-/// a partial by rows are refused with a message, and the lead's sums are left as they were.
+/// bit for bit, and so is a whole G sent apart from a partial by rows; a message cut short, a band
+/// or a G with a value too many or too few, and values sent beside a G that holds its own are
+/// refused with a message, and the lead's sums are left as they were.
 #[test]
 fn a_band_sent_apart_is_placed_bit_for_bit_and_a_broken_message_is_refused() {
     use orthoscope::pass::shares::PassError;
@@ -233,17 +234,26 @@ fn a_band_sent_apart_is_placed_bit_for_bit_and_a_broken_message_is_refused() {
         let (p, v) = PassPartial::from_frame(&more).unwrap();
         assert!(matches!(target.merge_from(&p, Some(&v.as_slice())), Err(PassError::Band(_))));
         assert_eq!(target, before, "{precision:?}: a refused band changes nothing");
-        // Values next to a partial by rows, which holds no band.
+        // A partial by rows in a message: its whole G's values travel apart too, and are added
+        // bit for bit as the partial's own.
         let by_rows = share_partial(&file, &config, Share::new(1, 2).unwrap());
         let mut lead_rows = share_partial(&file, &config, Share::new(0, 2).unwrap());
-        assert!(matches!(lead_rows.merge_from(&by_rows, Some(&[1.0].as_slice())), Err(PassError::Band(_))));
-        // And a partial by rows in a message (no values) merges as itself.
         let (p, v) = PassPartial::from_frame(&frame_bytes(by_rows.clone())).unwrap();
-        assert!(v.is_empty());
+        let PairAccumulator::Gram(g) = &p.gram else { panic!("the Gram route") };
+        assert!(!v.is_empty() && g.gram().values().is_empty(), "{precision:?}: G's values travel apart");
         let mut whole = lead_rows.clone();
         whole.merge(&by_rows).unwrap();
+        let before_rows = lead_rows.clone();
+        // Values next to a partial that holds its own, or a value too many or too few: refused,
+        // and nothing changed.
+        assert!(matches!(lead_rows.merge_from(&by_rows, Some(&[1.0].as_slice())), Err(PassError::Values(_))));
+        let mut more = v.clone();
+        more.push(1.0);
+        assert!(matches!(lead_rows.merge_from(&p, Some(&more.as_slice())), Err(PassError::Values(_))));
+        assert!(matches!(lead_rows.merge_from(&p, Some(&&v[1..])), Err(PassError::Values(_))));
+        assert_eq!(lead_rows, before_rows, "{precision:?}: a refused G changes nothing");
         lead_rows.merge_from(&p, Some(&v.as_slice())).unwrap();
-        assert_eq!(lead_rows, whole);
+        assert_eq!(lead_rows, whole, "{precision:?}: added from apart, the same G bit for bit");
     }
 }
 

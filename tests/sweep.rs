@@ -106,12 +106,13 @@ fn into_the_sweep_the_estimate_and_stop_here_are_the_random_phases() {
     assert!(se > 0.0 && close(se, reference_se, 1e-9), "se {se} vs {reference_se}");
 }
 
-/// A share's partial as the page sends it (`PassPartial::into_frame`), read back.
-fn through_a_message(partial: PassPartial) -> PassPartial {
+/// A share's partial as the page sends it (`PassPartial::into_frame`), read back: the partial and
+/// its G's values, apart.
+fn through_a_message(partial: PassPartial) -> (PassPartial, Vec<f64>) {
     let (head, values) = partial.into_frame();
     let mut bytes = head;
     bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-    PassPartial::from_frame(&bytes).unwrap().0
+    PassPartial::from_frame(&bytes).unwrap()
 }
 
 #[test]
@@ -128,7 +129,8 @@ fn a_split_by_rows_is_exact_when_every_share_ends_and_the_random_phase_when_one_
         // Every share to its end: exact, the one-pass answer.
         let mut lead = share(0).run().unwrap();
         for i in 1..of {
-            lead.absorb(&through_a_message(share(i).run().unwrap().into_partial())).unwrap();
+            let (partial, values) = through_a_message(share(i).run().unwrap().into_partial());
+            lead.absorb_from(&partial, Some(&values.as_slice())).unwrap();
         }
         let merged = lead.report(0.0).unwrap();
         assert!(merged.exact, "of={of}");
@@ -144,7 +146,8 @@ fn a_split_by_rows_is_exact_when_every_share_ends_and_the_random_phase_when_one_
             } else {
                 a = a.run().unwrap();
             }
-            lead.absorb(&through_a_message(a.into_partial())).unwrap();
+            let (partial, values) = through_a_message(a.into_partial());
+            lead.absorb_from(&partial, Some(&values.as_slice())).unwrap();
         }
         let stopped = lead.report(0.0).unwrap();
         assert!(!stopped.exact, "of={of}");

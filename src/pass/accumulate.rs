@@ -340,10 +340,11 @@ impl PairAccumulator {
         }
     }
 
-    /// A band's values, taken out to be sent apart ([`GramMoments::take_band_values`]).
-    pub fn take_band_values(&mut self) -> Vec<f64> {
+    /// G's values, taken out to be sent apart ([`GramMoments::take_values`]); none on the row
+    /// route, whose unit rows stay in the partial.
+    pub fn take_values(&mut self) -> Vec<f64> {
         match self {
-            PairAccumulator::Gram(g) => g.take_band_values(),
+            PairAccumulator::Gram(g) => g.take_values(),
             PairAccumulator::Rows(_) => Vec::new(),
         }
     }
@@ -353,6 +354,25 @@ impl PairAccumulator {
         match self {
             PairAccumulator::Gram(g) => g.sum(),
             PairAccumulator::Rows(r) => r.sum(),
+        }
+    }
+
+    /// [`PairAccumulator::merge`] of a partial whose G's values came apart from it
+    /// ([`GramMoments::merge_from`]); values apart from a partial that holds no G are refused.
+    pub fn merge_from(&mut self, other: &PairAccumulator, values: &dyn BandValues) -> Result<(), String> {
+        match (&mut *self, other) {
+            (PairAccumulator::Gram(a), PairAccumulator::Gram(b)) => a.merge_from(b, values),
+            _ if values.is_empty() => {
+                self.merge(other);
+                Ok(())
+            }
+            (PairAccumulator::Rows(_), PairAccumulator::Gram(b)) => {
+                self.merge(&PairAccumulator::Gram(b.with_values(values)?));
+                Ok(())
+            }
+            (_, PairAccumulator::Rows(_)) => {
+                Err("values of G came with a partial that sums pair cosines directly".into())
+            }
         }
     }
 

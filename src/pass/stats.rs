@@ -564,12 +564,12 @@ impl GramMoments {
         &self.gram
     }
 
-    /// A band's values, taken out to be sent apart from the rest ([`PackedGram::take_values`]),
-    /// with every row waiting summed in first; nothing for a whole G, which stays where it is.
-    pub fn take_band_values(&mut self) -> Vec<f64> {
-        if !self.is_band() {
-            return Vec::new();
-        }
+    /// G's values (a whole G's or a band's), taken out to be sent apart from the rest
+    /// ([`PackedGram::take_values`]), with every row waiting summed in first. A helper's G is most
+    /// of its partial (67 MB at d = 4096): sent apart, it is neither serialised value by value nor
+    /// copied into the lead's wasm memory, which adds it from the message
+    /// ([`GramMoments::merge_from`], [`GramMoments::place_band_from`]).
+    pub fn take_values(&mut self) -> Vec<f64> {
         self.flush();
         self.gram.take_values()
     }
@@ -577,6 +577,61 @@ impl GramMoments {
     /// Adds another worker's partial sums over a disjoint set of rows. Accumulators with the same
     /// centre add as they are; otherwise both are uncentred first (exact, O(d²)).
     pub fn merge(&mut self, other: &GramMoments) {
+        self.merge_values(other, &other.gram.values());
+    }
+
+    /// [`GramMoments::merge`] of a partial whose G's values came apart from it
+    /// ([`GramMoments::take_values`]): they are added from `values` where they lie, a slice at a
+    /// time, with the same bits as [`GramMoments::merge`] of the whole partial. An error, and
+    /// nothing changed, if they do not fit its G.
+    pub fn merge_from(&mut self, other: &GramMoments, values: &dyn kernel::BandValues) -> Result<(), String> {
+        if values.is_empty() {
+            self.merge(other);
+            return Ok(());
+        }
+        if other.gram.is_allocated() {
+            return Err("a Gram matrix came with values both in its partial and apart from it".into());
+        }
+        if other.dim != self.dim || other.gram.panel_range() != self.gram.panel_range() {
+            return Err(format!("a Gram matrix of d = {} cannot be added to one of d = {}", other.dim, self.dim));
+        }
+        if values.len() != other.gram.stored_len() {
+            return Err(format!(
+                "a Gram matrix came with {} values where its triangle holds {}",
+                values.len(),
+                other.gram.stored_len()
+            ));
+        }
+        if other.pending.rows > 0 || other.centre != self.centre {
+            // Rows still to sum or another centre (not what a helper sends): merged whole.
+            self.merge(&other.with_values(values)?);
+            return Ok(());
+        }
+        self.merge_values(other, values);
+        Ok(())
+    }
+
+    /// A copy of this accumulator, whose G's values were taken out, with `values` given back.
+    pub fn with_values(&self, values: &dyn kernel::BandValues) -> Result<GramMoments, String> {
+        if values.is_empty() {
+            return Ok(self.clone());
+        }
+        if self.gram.is_allocated() {
+            return Err("a Gram matrix came with values both in its partial and apart from it".into());
+        }
+        let mut whole = self.clone();
+        if !whole.gram.restore_values(values) {
+            return Err(format!(
+                "a Gram matrix came with {} values where its triangle holds {}",
+                values.len(),
+                self.gram.stored_len()
+            ));
+        }
+        Ok(whole)
+    }
+
+    /// [`GramMoments::merge`] with `other`'s G's values read from `values`.
+    fn merge_values(&mut self, other: &GramMoments, values: &dyn kernel::BandValues) {
         self.flush();
         if other.pending.rows > 0 {
             let mut other = other.clone();
@@ -602,7 +657,7 @@ impl GramMoments {
         }
         self.sum_norm2 += other.sum_norm2;
         self.sum_norm4 += other.sum_norm4;
-        self.gram.merge(&other.gram);
+        self.gram.merge_from(&other.gram, values);
         self.kernel_flops += other.kernel_flops;
         self.kernel_ms += other.kernel_ms;
     }

@@ -600,8 +600,8 @@ impl Analysis {
         self.absorb_from(partial, None)
     }
 
-    /// [`Analysis::absorb`], the partial's band of G taken from `apart` when it came apart from it
-    /// ([`PassPartial::into_frame`]).
+    /// [`Analysis::absorb`], the partial's G (whole, or a band) taken from `apart` when it came
+    /// apart from it ([`PassPartial::into_frame`]).
     pub fn absorb_from(&mut self, partial: &PassPartial, apart: Option<&dyn BandValues>) -> Result<(), Error> {
         let mut mine = PassPartial {
             gram: std::mem::replace(&mut self.gram, PairAccumulator::Gram(GramMoments::new(0))),

@@ -265,7 +265,7 @@ impl Job {
         self.embedding.absorb(partial)
     }
 
-    /// [`Job::absorb`] of a partial whose band of G came apart from it (a worker's message).
+    /// [`Job::absorb`] of a partial whose G (whole, or a band) came apart from it (a worker's message).
     pub fn absorb_from(&mut self, partial: &PassPartial, apart: &dyn BandValues) -> Result<(), Error> {
         self.embedding.absorb_from(partial, Some(apart))
     }

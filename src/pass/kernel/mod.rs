@@ -139,10 +139,10 @@ pub struct PackedGram {
     values: Vec<f64>,
 }
 
-/// Where the values of a band placed into G come from ([`PackedGram::place_from`]): the band
-/// itself, or a buffer kept apart from it. A helper's band reaches the page's lead as JavaScript
-/// memory; copied into wasm whole, it would sit there twice (its bytes and the band read from
-/// them) beside the whole G it is placed into.
+/// Where the values of a band placed into G ([`PackedGram::place_from`]), or of a whole G added to
+/// it ([`PackedGram::merge_from`]), come from: the band or G itself, or a buffer kept apart from
+/// it. A helper's G reaches the page's lead as JavaScript memory; copied into wasm whole, it would
+/// sit there twice (its bytes and the values read from them) beside the G it goes into.
 pub trait BandValues {
     /// Values held: the band's stored count, or 0 for a band that is all zero.
     fn len(&self) -> usize;
@@ -335,8 +335,9 @@ impl PackedGram {
         true
     }
 
-    /// Takes the values out, leaving a band of zeros with the same layout: a helper sends them
-    /// apart from the rest of its partial ([`PackedGram::place_from`]). Empty if never allocated.
+    /// Takes the values out, leaving a G (or band) of zeros with the same layout: a helper sends
+    /// them apart from the rest of its partial ([`PackedGram::place_from`],
+    /// [`PackedGram::merge_from`]). Empty if never allocated.
     pub fn take_values(&mut self) -> Vec<f64> {
         std::mem::take(&mut self.values)
     }
@@ -495,6 +496,46 @@ impl PackedGram {
         for (a, b) in self.values_mut().iter_mut().zip(&other.values) {
             *a += b;
         }
+    }
+
+    /// [`PackedGram::merge`] with `other`'s values taken from `values` (a helper's message), a
+    /// slice at a time: the same additions in the same order, so the same bits. `values` must hold
+    /// all of `other`'s, or none (a G of zeros, which adds nothing); false, and nothing added, if the
+    /// layouts or the count differ.
+    pub fn merge_from(&mut self, other: &PackedGram, values: &dyn BandValues) -> bool {
+        if other.panel_range() != self.panel_range() || other.dim_padded != self.dim_padded {
+            return false;
+        }
+        if values.is_empty() {
+            return true;
+        }
+        if values.len() != other.stored_len() {
+            return false;
+        }
+        // 64 Ki values (512 KiB) per copy: small beside G, large enough that a copy out of a
+        // JavaScript array costs little per value.
+        const SLICE: usize = 1 << 16;
+        let mut slice = vec![0.0f64; SLICE.min(values.len())];
+        for (i, mine) in self.values_mut().chunks_mut(SLICE).enumerate() {
+            let theirs = &mut slice[..mine.len()];
+            values.copy_to(i * SLICE, theirs);
+            for (a, b) in mine.iter_mut().zip(theirs.iter()) {
+                *a += b;
+            }
+        }
+        true
+    }
+
+    /// The values given back to a G whose values were taken out ([`PackedGram::take_values`]):
+    /// false, and nothing changed, unless `values` holds exactly its stored count.
+    pub fn restore_values(&mut self, values: &dyn BandValues) -> bool {
+        if values.len() != self.stored_len() {
+            return false;
+        }
+        let mut restored = vec![0.0f64; values.len()];
+        values.copy_to(0, &mut restored);
+        self.values = restored;
+        true
     }
 
     /// Bytes held once allocated (what the memory budget plans for).
@@ -690,6 +731,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_g_added_from_values_apart_is_the_merge_bit_for_bit() {
+        // d = 400: 80 000-odd values, past one 64 Ki slice of `merge_from`.
+        let dim = 400;
+        let dp = padded_dim(dim);
+        let (mut mine, mut theirs) = (PackedGram::new(dim), PackedGram::new(dim));
+        let mut packed = Vec::new();
+        let k = pack_rows(&some_rows(dim, 7), dp, &mut packed);
+        gram_update(&packed, k, &mut mine);
+        let k = pack_rows(&some_rows(dim, 11).into_iter().map(|v| v * 0.3 + 0.01).collect::<Vec<_>>(), dp, &mut packed);
+        gram_update(&packed, k, &mut theirs);
+        assert!(theirs.stored_len() > 1 << 16);
+        let mut want = mine.clone();
+        want.merge(&theirs);
+        let mut sent = theirs.clone();
+        let values = sent.take_values();
+        assert!(!sent.is_allocated());
+        let mut got = mine.clone();
+        assert!(got.merge_from(&sent, &values.as_slice()));
+        assert_eq!(got, want, "the same sums, bit for bit");
+        // Into a G not yet allocated, and a G of zeros sent (no values): what merge gives.
+        let mut empty = PackedGram::new(dim);
+        assert!(empty.merge_from(&sent, &values.as_slice()));
+        assert_eq!(empty.values(), theirs.values());
+        let mut unchanged = mine.clone();
+        assert!(unchanged.merge_from(&PackedGram::new(dim), &[].as_slice()));
+        assert_eq!(unchanged, mine);
+        // A value too few or too many, or another layout: refused, nothing added.
+        let mut refused = mine.clone();
+        assert!(!refused.merge_from(&sent, &&values[1..]));
+        let mut more = values.clone();
+        more.push(1.0);
+        assert!(!refused.merge_from(&sent, &more.as_slice()));
+        assert!(!refused.merge_from(&PackedGram::band(dim, 0..2), &values.as_slice()));
+        assert_eq!(refused, mine);
+        // Given back, the values make the G that was sent.
+        assert!(sent.restore_values(&values.as_slice()));
+        assert_eq!(sent, theirs);
+        assert!(!PackedGram::new(dim).restore_values(&&values[1..]));
     }
 
     #[test]

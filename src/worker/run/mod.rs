@@ -129,11 +129,12 @@ fn take_partial(run: u64, share: u32) -> Option<js_sys::Uint8Array> {
     })
 }
 
-/// A band of G's values as they came in a helper's message, read where they lie (JavaScript
-/// memory) as the lead places them into its G: never a second copy in wasm memory.
-struct BandInMessage(js_sys::Float64Array);
+/// G's values (whole, or a band) as they came in a helper's message, read where they lie
+/// (JavaScript memory) as the lead adds or places them into its G: never a second copy in wasm
+/// memory.
+struct ValuesInMessage(js_sys::Float64Array);
 
-impl BandValues for BandInMessage {
+impl BandValues for ValuesInMessage {
     fn len(&self) -> usize {
         self.0.length() as usize
     }
@@ -147,8 +148,8 @@ impl BandValues for BandInMessage {
 }
 
 /// A helper's partial from its message ([`PassPartial::into_frame`]): the partial, copied into
-/// wasm memory without its band of G, and the band's values where they lie.
-fn read_partial(bytes: &js_sys::Uint8Array) -> Result<(PassPartial, BandInMessage), PassError> {
+/// wasm memory without its G's values, and those where they lie.
+fn read_partial(bytes: &js_sys::Uint8Array) -> Result<(PassPartial, ValuesInMessage), PassError> {
     let total = bytes.length();
     let mut first = [0u8; 8];
     if total >= 8 {
@@ -165,10 +166,10 @@ fn read_partial(bytes: &js_sys::Uint8Array) -> Result<(PassPartial, BandInMessag
     // A Float64Array must start at a multiple of 8 in its buffer; a helper's message does.
     let at = bytes.byte_offset() + values_at;
     if !at.is_multiple_of(8) {
-        return Err(unreadable("the band's values are not aligned to 8 bytes"));
+        return Err(unreadable("the Gram matrix's values are not aligned to 8 bytes"));
     }
     let values = js_sys::Float64Array::new_with_byte_offset_and_length(&bytes.buffer(), at, frame.values as u32);
-    Ok((partial, BandInMessage(values)))
+    Ok((partial, ValuesInMessage(values)))
 }
 
 /// How many helpers' partials of run `run` have come and wait to be taken in.
@@ -210,9 +211,10 @@ fn post(run: u64, response: Response) {
 }
 
 /// Posts a helper's partial next to `response`, as one `Uint8Array` transferred rather than
-/// copied: the head of its frame, then its band of G's values copied straight from wasm memory
-/// ([`PassPartial::into_frame`]). A partial's G is d²/2 f64 values (16.8 MB at d = 2048, a band of
-/// 537 MB at d = 16384), so it is never first copied into a `Vec<u8>` in wasm memory.
+/// copied: the head of its frame, then its G's values (whole, or its band) copied straight from
+/// wasm memory ([`PassPartial::into_frame`]). A partial's G is d²/2 f64 values (67 MB at
+/// d = 4096, a band of 537 MB at d = 16384), so it is never first copied into a `Vec<u8>` in wasm
+/// memory.
 fn post_partial(run: u64, response: Response, partial: PassPartial) {
     let Ok(json) = serde_json::to_string(&Envelope { run, response }) else { return };
     let (head, values) = partial.into_frame();
