@@ -583,3 +583,25 @@ fn a_sample_paired_at_once_and_shares_given_the_leads_verdict_change_nothing() {
         assert_eq!(report(&refused.run().unwrap()), report(&stepped));
     }
 }
+
+/// A helper stopped before the lead's verdict on the sample came (the page's *Stop here* in the
+/// first second) posts a partial with nothing summed and no centre: taken in, it leaves the lead's
+/// sums exactly as they were (it is not a reason to uncentre them).
+#[test]
+fn a_share_stopped_before_its_first_row_changes_nothing() {
+    for dim in [96, 1100] {
+        let file = model(700, dim, 5);
+        let config = AnalysisConfig::default();
+        let lead = share_partial(&file, &config, Share::new(0, 2).unwrap());
+        let PairAccumulator::Gram(g) = &lead.gram else { panic!("the Gram route") };
+        assert!(g.precision() == Precision::F32 && g.counts.seen > 0, "d = {dim}: a centred f32 pass");
+        let mut idle = analysis(&file, config.clone());
+        idle.set_share(Share::new(1, 2).unwrap());
+        let idle = idle.into_partial();
+        let mut merged = lead.clone();
+        merged.merge(&idle).unwrap();
+        // (Not assert_eq: a failure would print both G.)
+        assert!(merged.gram == lead.gram, "d = {dim}: the same sums, bit for bit");
+        assert_eq!((merged.within, merged.blocks_seen), (lead.within, lead.blocks_seen), "d = {dim}");
+    }
+}

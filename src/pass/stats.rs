@@ -633,6 +633,11 @@ impl GramMoments {
     /// [`GramMoments::merge`] with `other`'s G's values read from `values`.
     fn merge_values(&mut self, other: &GramMoments, values: &dyn kernel::BandValues) {
         self.flush();
+        if other.counts == RowCounts::default() && other.pending.rows == 0 {
+            // A share stopped before its first row (perhaps before its centre was set): nothing
+            // to add, and no reason to uncentre this one.
+            return;
+        }
         if other.pending.rows > 0 {
             let mut other = other.clone();
             other.flush();

@@ -107,8 +107,9 @@ pub enum Phase {
 
 /// What the histogram's sample decided for the pass ([`Analysis::sample_verdict`]): whether the
 /// Gram kernel runs in f64 though f32 was asked for, the f32 kernel's centre (the sample's mean
-/// unit row), and the reason the report gives for the precision.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// unit row), and the reason the report gives for the precision. The page's lead sends it to its
+/// helpers in a message (JSON: every f64 round-trips exactly).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SampleVerdict {
     /// f64 instead of the f32 asked for (σ inside the f32 noise).
     pub f64: bool,

@@ -417,6 +417,12 @@ impl Job {
         Ok(self.embedding.sample_verdict().cloned())
     }
 
+    /// What the embedding's histogram sample decided (None until its pairs are taken in), for the
+    /// helpers of a split pass ([`Analysis::skip_sample`]).
+    pub fn sample_verdict(&self) -> Option<&SampleVerdict> {
+        self.embedding.sample_verdict()
+    }
+
     /// Whether the embedding's pass has a running ε yet (cheap: no ‖G‖ is computed).
     pub fn has_estimate(&self) -> bool {
         self.embedding.has_estimate()

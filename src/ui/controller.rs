@@ -254,6 +254,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         Response::Ready
         | Response::Cancelled
         | Response::Split { .. }
+        | Response::Verdict(_)
         | Response::Partial
         | Response::BandPart { .. }
         | Response::GpuFailed { .. }

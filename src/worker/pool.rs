@@ -2,8 +2,10 @@
 //! `File`s (no SharedArrayBuffer). Worker 0, the lead, runs the job as one worker would, but only
 //! its share of the pass (`pass`); when it answers [`Response::Split`] (once the histogram sample's
 //! rows are read: a pass that sample shows is all reading stays whole), workers 1..N get their
-//! shares, post their partials here, and the pool forwards them to the lead, which absorbs them and
-//! posts the one Report.
+//! shares. They start them once the lead has paired the sample and answered
+//! [`Response::Verdict`] (its precision and centre, which the pool forwards: the helpers neither
+//! read nor pair the sample), post their partials here, and the pool forwards them to the lead,
+//! which absorbs them and posts the one Report.
 //!
 //! The lead splits by rows (each worker a subset of the blocks and a whole G) or, from d = 8192 and
 //! where whole Gram matrices do not fit the memory budget, by columns (every worker every row and
@@ -31,7 +33,7 @@ use super::client::WorkerClient;
 use super::protocol::{CrashKind, Envelope, Request, Response, RunSettings, SourceSpec};
 use crate::pass::gpu::GpuChoice;
 use crate::pass::shares::{Share, MAX_WORKERS};
-use crate::run::analysis::Progress;
+use crate::run::analysis::{Progress, SampleVerdict};
 
 /// How many workers a page starts: `?workers=N`, else the number of logical cores, capped.
 pub fn pool_size(requested: Option<u32>) -> u32 {
@@ -249,6 +251,7 @@ impl Pool {
         }
         match response {
             Response::Split { tensor, of, columns } if index == 0 => self.split(run, tensor, of, columns),
+            Response::Verdict(verdict) if index == 0 => self.send_verdict(run, verdict),
             Response::BandPart { step, frobenius } if index > 0 => {
                 self.client(0).send(Request::BandPart { run, share: index as u32, step, frobenius }, Vec::new());
             }
@@ -295,6 +298,21 @@ impl Pool {
         };
         for c in bands {
             c.cancel(run);
+        }
+    }
+
+    /// The lead's verdict on its sample, to the helpers of its split pass (each got its share
+    /// first: a worker's requests keep their order, also while it starts).
+    fn send_verdict(&self, run: u64, verdict: SampleVerdict) {
+        let helpers: Vec<WorkerClient> = {
+            let inner = self.inner.borrow();
+            match inner.current.as_ref() {
+                Some(c) if c.run == run => inner.clients.iter().take(c.of as usize).skip(1).cloned().collect(),
+                _ => Vec::new(),
+            }
+        };
+        for c in helpers {
+            c.send(Request::Verdict { run, verdict: verdict.clone() }, Vec::new());
         }
     }
 

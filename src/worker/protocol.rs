@@ -12,7 +12,7 @@ use crate::read::matrix::Query;
 
 use crate::pass::shares::{Share, Split};
 use crate::result::report::Report;
-use crate::run::analysis::{AnalysisConfig, Progress};
+use crate::run::analysis::{AnalysisConfig, Progress, SampleVerdict};
 use crate::run::job::Opened;
 
 /// What to read.
@@ -125,6 +125,9 @@ pub enum Request {
         #[serde(flatten)]
         settings: RunSettings,
     },
+    /// To a helper of run `run`: what the lead's histogram sample decided ([`Response::Verdict`]);
+    /// the helper starts its share's pass with it.
+    Verdict { run: u64, verdict: SampleVerdict },
     /// To the lead: the partial of share `share` of run `run`, as the `bytes` next to this message.
     Absorb { run: u64, share: u32 },
     /// To the lead of a pass split by columns: band `share`'s part of ‖G‖²_F at checkpoint `step`
@@ -186,6 +189,10 @@ pub enum Response {
         #[serde(default)]
         columns: bool,
     },
+    /// The lead of a split pass has taken in its histogram sample's pairs: what they decided
+    /// (precision, centre), which the page sends on to the helpers ([`Request::Verdict`]). They
+    /// then neither read nor pair the sample themselves, as the CLI's threads do not.
+    Verdict(SampleVerdict),
     /// A helper of a pass split by columns reached checkpoint `step` with `frobenius` as its
     /// band's part of ‖G‖²_F (`pass::bands`): the page forwards it to the lead.
     BandPart {

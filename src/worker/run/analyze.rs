@@ -11,7 +11,7 @@ use super::pacer::{now_ms, performance_now, sleep_ms, yield_task, Pacer};
 use super::sources::open_sources;
 use super::{
     cache_gpu, cached_gpu, keep_matrix, matrix_of, partials_waiting, post, post_partial, read_partial,
-    stop_early_asked, take_band_parts, take_partial,
+    stop_early_asked, take_band_parts, take_partial, take_verdict,
 };
 use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
@@ -27,6 +27,10 @@ use crate::Error;
 /// How often a lead whose own share is done looks for the helpers' partials (a timer, not a busy
 /// loop: the helpers need the cores).
 const WAIT_PARTIALS_MS: i32 = 10;
+
+/// How often a helper looks for the lead's verdict on the sample (the lead's pairing takes ~1 s at
+/// d = 4096; a few ms late costs nothing).
+const WAIT_VERDICT_MS: i32 = 2;
 
 /// What an analysis or a share of one reads, and how.
 pub(super) struct Task {
@@ -149,6 +153,8 @@ pub(super) async fn analyze(
     // The split waits for the sample's rows (tens of ms), which say whether the pass is bound by
     // its reads (`split_after_sample`); a GPU pass is the lead's alone.
     let mut split = gpu.is_some().then_some((1, false));
+    // Split, the helpers wait for what the sample's pairs decide (`Response::Verdict`).
+    let mut verdict_posted = false;
     let mut estimate_posted = false;
     // The last progress posted with a running ε, reposted between two estimates.
     let mut last_estimate: Option<Progress> = None;
@@ -170,6 +176,15 @@ pub(super) async fn analyze(
                 post(run, Response::Split { tensor: chosen.clone(), of, columns });
             }
             split = Some((of, columns));
+            // The running ε is the lead's alone: time spent on it is time the helpers wait at the
+            // end, so it is computed less often (`Pacer::share_estimates`).
+            pacer.share_estimates(of > 1);
+        }
+        if !verdict_posted && split.is_some_and(|(of, _)| of > 1) {
+            if let Some(verdict) = job.sample_verdict() {
+                post(run, Response::Verdict(verdict.clone()));
+                verdict_posted = true;
+            }
         }
         // Split by columns: the bands' parts of ‖G‖²_F at their checkpoints (the running ε).
         job.note_checkpoint();
@@ -360,6 +375,23 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
     }
     let mut ahead = opened.read_ahead();
     let mut analysis = Job::open_share(opened.sources, &tensor, settings.config(), share).map_err(|e| e.to_string())?;
+    // The lead pairs the histogram's sample and sends what it decided: paired here too, it cost
+    // every helper as long as the lead (~1 s at d = 4096) before its share began. Stopped before
+    // it comes, the share ends with nothing summed.
+    loop {
+        if let Some(verdict) = take_verdict(run) {
+            analysis.skip_sample(&verdict);
+            break;
+        }
+        if stop_early_asked() {
+            post_partial(run, Response::Partial, analysis.into_partial());
+            return Ok(());
+        }
+        sleep_ms(WAIT_VERDICT_MS).await;
+        if pacer.superseded() {
+            return Ok(());
+        }
+    }
     while analysis.phase() != Phase::Done {
         ahead.before_step(analysis.step_reads(), |n| (analysis.file(), analysis.upcoming_reads(n))).await;
         analysis.step().map_err(|e| e.to_string())?;

@@ -23,6 +23,7 @@ use crate::pass::gpu::{GpuChoice, GpuContext};
 use crate::pass::kernel::{self, BandValues};
 use crate::pass::shares::{Frame, PassError, PassPartial};
 use crate::read::matrix::Matrix;
+use crate::run::analysis::SampleVerdict;
 
 use analyze::{analyze, run_centred, run_share, Stop, Task};
 use sources::attached_files;
@@ -48,6 +49,9 @@ struct State {
     /// yet absorbed. Kept as JavaScript bytes until taken in: the lead may hold several while its
     /// own share ends, and wasm memory, once grown, never shrinks.
     partials: Vec<(u64, u32, js_sys::Uint8Array)>,
+    /// What the lead's histogram sample decided, forwarded to this helper for its run, until its
+    /// share's pass starts with it.
+    verdict: Option<(u64, SampleVerdict)>,
     /// Bands' parts of ‖G‖²_F at their checkpoints (run, band, step, part), forwarded to this lead
     /// of a pass split by columns and not yet taken in.
     band_parts: Vec<(u64, u32, u64, f64)>,
@@ -113,6 +117,15 @@ fn keep_matrix(run: u64, matrix: Matrix) {
 fn matrix_of(run: u64) -> Result<Matrix, String> {
     with_state(|s| s.last_matrix.as_ref().filter(|(r, _)| *r == run).map(|(_, m)| m.clone()))
         .ok_or_else(|| "this result's file is no longer open in the worker: analyse it again".to_string())
+}
+
+/// The lead's verdict for run `run`, once forwarded (taken out of the state).
+fn take_verdict(run: u64) -> Option<SampleVerdict> {
+    with_state(|s| match s.verdict.take() {
+        Some((r, verdict)) if r == run => Some(verdict),
+        // Another run's (an older one's): dropped.
+        _ => None,
+    })
 }
 
 fn receive_partial(run: u64, share: u32, bytes: js_sys::Uint8Array) {
@@ -324,6 +337,7 @@ fn dispatch(request: Request, data: &JsValue) {
                 }
             });
         }
+        Request::Verdict { run, verdict } => with_state(|s| s.verdict = Some((run, verdict))),
         Request::BandPart { run, share, step, frobenius } => {
             with_state(|s| s.band_parts.push((run, share, step, frobenius)));
         }

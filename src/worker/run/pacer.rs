@@ -16,6 +16,13 @@ const PROGRESS_MS: f64 = 400.0;
 /// one took: the ε reads all of G (d²/2 values; in a tab ~50 ms at d = 4096, ~1 s at 16384), and
 /// recomputed at every post it took a third of a single worker's time at d = 16384.
 const ESTIMATE_EVERY: f64 = 9.0;
+/// [`ESTIMATE_EVERY`] for the lead of a split pass, which alone computes the running ε: its time
+/// there is time the helpers wait for the lead's share at the end (measured in a tab at
+/// d = 4096, 2 workers: the lead's share took 0.5 s longer than the helper's), so at most ~3 %.
+const ESTIMATE_EVERY_SHARED: f64 = 29.0;
+/// The least time between two running ε of a split pass's lead (the progress posts in between
+/// carry the last one).
+const ESTIMATE_SHARED_MS: f64 = 1200.0;
 
 /// The rhythm of a worker's loop over steps: a progress post every [`PROGRESS_MS`], a running ε
 /// in at most a tenth of the time ([`ESTIMATE_EVERY`]), a task boundary every [`TASK_YIELD_MS`]
@@ -27,18 +34,30 @@ pub(super) struct Pacer {
     last_task: f64,
     /// When the last running ε was computed, and how long it took (ms).
     last_estimate: (f64, f64),
+    /// The lead of a split pass: running ε less often ([`ESTIMATE_EVERY_SHARED`]).
+    shared: bool,
 }
 
 impl Pacer {
     pub(super) fn new(run: u64) -> Self {
         let now = now_ms();
-        Pacer { run, last_post: now, last_task: now, last_estimate: (now, 0.0) }
+        Pacer { run, last_post: now, last_task: now, last_estimate: (now, 0.0), shared: false }
     }
 
     /// Whether this post should compute a new running ε ([`ESTIMATE_EVERY`]).
     pub(super) fn estimate_due(&self) -> bool {
         let (at, took) = self.last_estimate;
-        now_ms() - at >= ESTIMATE_EVERY * took
+        let since = now_ms() - at;
+        if self.shared {
+            since >= (ESTIMATE_EVERY_SHARED * took).max(ESTIMATE_SHARED_MS)
+        } else {
+            since >= ESTIMATE_EVERY * took
+        }
+    }
+
+    /// Whether this loop is the lead of a split pass (`shared`), whose running ε is its alone.
+    pub(super) fn share_estimates(&mut self, shared: bool) {
+        self.shared = shared;
     }
 
     /// A running ε was just computed, in `took_ms`.
