@@ -346,7 +346,7 @@ impl PassPartial {
 /// row route or for a G that stayed zero).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Frame {
-    /// Bytes of the partial without its band's values.
+    /// Bytes of the partial without its G's values.
     pub meta: std::ops::Range<usize>,
     /// Byte offset of the values: a multiple of 8, so they can be read as f64 in place.
     pub values_at: usize,
