@@ -13,7 +13,7 @@ use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
 use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin, SampleVerdict};
 use orthoscope::run::job::Job;
 
 const NAME: &str = "model.embed_tokens.weight";
@@ -581,6 +581,87 @@ fn a_sample_paired_at_once_and_shares_given_the_leads_verdict_change_nothing() {
         assert!(!refused.finish_sample_pairs_with(|_, _, blocks| vec![Vec::new(); blocks.len()]).unwrap());
         assert_eq!(refused.phase(), Phase::SamplePairs);
         assert_eq!(report(&refused.run().unwrap()), report(&stepped));
+    }
+}
+
+/// The page's helpers pair the histogram's sample with their lead: each reads the sample and
+/// computes its blocks of the pairs (`Share::pairs_sample_block`), the lead computes the others
+/// and takes every block in (`Analysis::finish_sample_pairs_with`), and each helper then starts its
+/// pass with the lead's verdict (`Analysis::skip_sample` once the sample is read). Every block is
+/// computed by exactly one share, and the report is the one of shares that each paired the whole
+/// sample, bit for bit: by rows and by columns, f32 (with its centre) and f64.
+#[test]
+fn a_sample_paired_by_the_lead_and_its_helpers_together_changes_nothing() {
+    use orthoscope::run::analysis::Phase;
+    for (file, f64) in [(model(3000, 80, 21), false), (concentrated(1500, 64, 22), true)] {
+        let config = AnalysisConfig::default();
+        for (of, columns) in [(2, false), (3, false), (5, false), (2, true)] {
+            let case = format!("{of} shares, by columns: {columns}, f64: {f64}");
+            let share = |i| if columns { Share::columns(i, of) } else { Share::new(i, of) }.unwrap();
+            let read = |i| {
+                let mut a = analysis(&file, config.clone());
+                a.set_share(share(i));
+                while a.phase() == Phase::Sample {
+                    a.step().unwrap();
+                }
+                a
+            };
+            let mut lead = read(0);
+            let mut helpers: Vec<Analysis> = (1..of).map(read).collect();
+            let blocks = lead.sample_pair_blocks();
+            assert!(blocks.len() > 2 * of as usize, "{case}: {} blocks", blocks.len());
+            let mut dots: Vec<Option<Vec<f32>>> = vec![None; blocks.len()];
+            for (k, rows) in blocks.iter().enumerate() {
+                let owners: Vec<u32> = (0..of).filter(|&i| share(i).pairs_sample_block(k)).collect();
+                assert_eq!(owners.len(), 1, "{case}: block {k} has one owner");
+                let worker = if owners[0] == 0 { &lead } else { &helpers[owners[0] as usize - 1] };
+                dots[k] = Some(worker.sample_pair_dots(rows));
+            }
+            // The blocks' work (rows × partners), dealt out evenly: no share above 1.5× its part.
+            let n = blocks.last().map_or(0, |b| b.end);
+            let work = |i: u32| -> usize {
+                let mine = blocks.iter().enumerate().filter(|(k, _)| share(i).pairs_sample_block(*k));
+                mine.map(|(_, b)| b.len() * (n - b.start)).sum()
+            };
+            let total: usize = (0..of).map(work).sum();
+            assert!(
+                (0..of).all(|i| work(i) * of as usize <= total * 3 / 2),
+                "{case}: {:?}",
+                (0..of).map(work).collect::<Vec<_>>()
+            );
+            let taken = lead
+                .finish_sample_pairs_with(|_, _, _| dots.into_iter().map(Option::unwrap_or_default).collect())
+                .unwrap();
+            assert!(taken && lead.phase() == Phase::Pass, "{case}");
+            let verdict = lead.sample_verdict().cloned().expect("a verdict once the sample is done");
+            assert_eq!(verdict.f64, f64, "{case}");
+            let mut lead = lead.run().unwrap();
+            for helper in &mut helpers {
+                assert!(helper.skip_sample(&verdict), "{case}: a helper that read the sample takes the verdict");
+            }
+            for helper in helpers {
+                lead.absorb(&helper.run().unwrap().into_partial()).unwrap();
+            }
+            // As the shares ran before: each paired the whole sample itself.
+            let mut before = analysis(&file, config.clone());
+            before.set_share(share(0));
+            let mut before = before.run().unwrap();
+            for i in 1..of {
+                before.absorb(&share_partial(&file, &config, share(i))).unwrap();
+            }
+            let report = |a: &Analysis| Report { gram_gflops: None, ..a.report(0.0).unwrap() };
+            let (now, before) = (report(&lead), report(&before));
+            // (Not assert_eq: a failure would print two whole reports.)
+            assert!(now == before, "{case}: ε {} against {}", now.epsilon, before.epsilon);
+            assert!(now.histogram.pairs_in_histogram > 0, "{case}");
+        }
+        // A helper that took in a block of pairs is past taking a verdict.
+        let mut stepped = analysis(&file, config.clone());
+        while stepped.phase() == Phase::Sample {
+            stepped.step().unwrap();
+        }
+        stepped.step().unwrap();
+        assert!(stepped.phase() != Phase::SamplePairs || !stepped.skip_sample(&SampleVerdict::default()));
     }
 }
 

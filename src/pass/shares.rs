@@ -62,6 +62,17 @@ impl Share {
         }
     }
 
+    /// Whether this share computes block `block` of the histogram sample's pairs for its lead
+    /// (`Analysis::sample_pair_blocks`), the page's helpers pairing the sample with it. Block k
+    /// holds rows 64k.. against every later row, so the blocks shrink: they are dealt out back and
+    /// forth (0, 1, …, of − 1, of − 1, …, 0, 0, 1, …) to even out the shares' work.
+    pub fn pairs_sample_block(&self, block: usize) -> bool {
+        let of = self.of.max(1) as usize;
+        let (round, at) = (block / of, block % of);
+        let owner = if round % 2 == 0 { at } else { of - 1 - at };
+        owner == self.index as usize
+    }
+
     /// The first position that is this share's.
     pub fn first(&self) -> usize {
         if self.columns {

@@ -256,6 +256,20 @@ struct Snapshot {
     within_measured: u64,
 }
 
+/// The dot products of one block of the histogram sample's pairs ([`Analysis::sample_pair_blocks`]):
+/// rows `rows` of the unit rows `units` (`d` each) against the rows from `rows.start` on, by
+/// [`kernel::dots`], so every value is the one a step computes wherever it runs (a thread, a
+/// helper). Empty for rows outside `units`.
+pub fn sample_block_dots(units: &[f32], d: usize, rows: &std::ops::Range<usize>) -> Vec<f32> {
+    let n = units.len() / d.max(1);
+    let (Some(a), Some(b)) = (units.get(rows.start * d..rows.end * d), units.get(rows.start * d..n * d)) else {
+        return Vec::new();
+    };
+    let mut out = vec![0.0f32; rows.len() * n.saturating_sub(rows.start)];
+    kernel::dots(a, b, d, &mut out);
+    out
+}
+
 /// The fate of a raw row read straight from the file (zero: every value ±0; non-finite: an
 /// exponent of all ones), as `normalise_row` decides it for the decoded row.
 #[cfg(feature = "gpu")]
@@ -831,10 +845,7 @@ impl Analysis {
         }
         let d = self.dim_padded;
         let n = self.sample_units.len() / d.max(1);
-        let blocks: Vec<_> = (self.pair_block * MAX_CHUNK_ROWS..n)
-            .step_by(MAX_CHUNK_ROWS)
-            .map(|i0| i0..(i0 + MAX_CHUNK_ROWS).min(n))
-            .collect();
+        let blocks = self.sample_pair_blocks();
         let dots = dots_of(&self.sample_units, d, &blocks);
         if dots.len() != blocks.len() || blocks.iter().zip(&dots).any(|(b, v)| v.len() != b.len() * (n - b.start)) {
             return Ok(false);
@@ -848,6 +859,27 @@ impl Analysis {
         Ok(true)
     }
 
+    /// The blocks of the histogram sample's pairs not yet taken in, in order: rows i0..i1 (at most
+    /// [`MAX_CHUNK_ROWS`]) of the sample's unit rows, each against rows i0..n. Empty outside
+    /// [`Phase::SamplePairs`].
+    pub fn sample_pair_blocks(&self) -> Vec<std::ops::Range<usize>> {
+        if self.phase != Phase::SamplePairs {
+            return Vec::new();
+        }
+        let n = self.sample_units.len() / self.dim_padded.max(1);
+        (self.pair_block * MAX_CHUNK_ROWS..n)
+            .step_by(MAX_CHUNK_ROWS)
+            .map(|i0| i0..(i0 + MAX_CHUNK_ROWS).min(n))
+            .collect()
+    }
+
+    /// The dot products of one block of [`Analysis::sample_pair_blocks`], as a step computes them
+    /// (empty for a block outside the sample): a page's helper computes some for its lead, whose
+    /// [`Analysis::finish_sample_pairs_with`] takes them in.
+    pub fn sample_pair_dots(&self, rows: &std::ops::Range<usize>) -> Vec<f32> {
+        sample_block_dots(&self.sample_units, self.dim_padded, rows)
+    }
+
     /// What the sample decided for the pass (None until the sample is done): every share of a
     /// split pass must run with its lead's, since partials add only with the same precision and
     /// centre. A share given it ([`Analysis::skip_sample`]) need not read the sample itself.
@@ -856,12 +888,18 @@ impl Analysis {
     }
 
     /// Starts the pass of a share with its lead's [`SampleVerdict`] instead of reading and pairing
-    /// the histogram's sample itself (call before the first step): the share's partial is then the
-    /// one it would have made. False (nothing done) once a step was taken.
+    /// the histogram's sample itself: before the first step, or once the sample is read (a page's
+    /// helper reads it to pair some of it for its lead) and none of its pairs taken in. The
+    /// share's partial is then the one it would have made. False (nothing done) otherwise.
     pub fn skip_sample(&mut self, verdict: &SampleVerdict) -> bool {
-        if self.phase != Phase::Sample || self.sample_read > 0 {
+        let before = self.phase == Phase::Sample && self.sample_read == 0;
+        let read = self.phase == Phase::SamplePairs && self.pair_block == 0;
+        if !(before || read) {
             return false;
         }
+        // The sample's rows are not needed any more (`end_sample`).
+        self.sample_units = Vec::new();
+        self.pair_sample = None;
         if verdict.f64 {
             self.gram.use_f64();
         }

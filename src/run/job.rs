@@ -417,6 +417,25 @@ impl Job {
         Ok(self.embedding.sample_verdict().cloned())
     }
 
+    /// The blocks of the embedding's histogram sample pairs still to take in
+    /// ([`Analysis::sample_pair_blocks`]).
+    pub fn sample_pair_blocks(&self) -> Vec<std::ops::Range<usize>> {
+        self.embedding.sample_pair_blocks()
+    }
+
+    /// One block's dot products, as a step computes them ([`Analysis::sample_pair_dots`]).
+    pub fn sample_pair_dots(&self, rows: &std::ops::Range<usize>) -> Vec<f32> {
+        self.embedding.sample_pair_dots(rows)
+    }
+
+    /// Takes in the embedding's sample pairs from `dots`, one array per block of
+    /// [`Job::sample_pair_blocks`] (computed here or by the page's helpers); false (nothing done)
+    /// when they do not fit ([`Analysis::finish_sample_pairs_with`]): the steps then pair the
+    /// sample as before.
+    pub fn finish_sample_pairs(&mut self, dots: Vec<Vec<f32>>) -> Result<bool, Error> {
+        self.embedding.finish_sample_pairs_with(|_, _, _| dots)
+    }
+
     /// What the embedding's histogram sample decided (None until its pairs are taken in), for the
     /// helpers of a split pass ([`Analysis::skip_sample`]).
     pub fn sample_verdict(&self) -> Option<&SampleVerdict> {

@@ -15,12 +15,11 @@ use thiserror::Error;
 use crate::explain::centred::{centred, CentredError};
 use crate::pass::accumulate::Route;
 use crate::pass::gpu::GpuChoice;
-use crate::pass::kernel;
 pub use crate::pass::shares::Split;
 use crate::pass::shares::{choose_split, Share};
 use crate::read::source::{ByteSource, FileSource, ReadError};
 use crate::result::report::Report;
-use crate::run::analysis::AnalysisConfig;
+use crate::run::analysis::{sample_block_dots, AnalysisConfig};
 use crate::run::error::Error;
 use crate::run::job::Job;
 
@@ -207,19 +206,11 @@ fn threads_asked(request: &PassRequest) -> usize {
 
 /// The dot products of the histogram's sample pairs (`Analysis::finish_sample_pairs_with`) on
 /// `threads` threads, this one included: block i of `blocks` (rows i0..i1 of `units`, against
-/// rows i0..n) on thread i mod `threads`, each by `kernel::dots`, so every value is the one a
+/// rows i0..n) on thread i mod `threads`, each by `sample_block_dots`, so every value is the one a
 /// step computes. A thread that fails or cannot start leaves its blocks empty, which the caller
 /// refuses (the lead then pairs the sample by steps).
 fn sample_dots(threads: usize, units: &[f32], d: usize, blocks: &[std::ops::Range<usize>]) -> Vec<Vec<f32>> {
-    let n = units.len() / d.max(1);
-    let one = |rows: &std::ops::Range<usize>| {
-        let (Some(a), Some(b)) = (units.get(rows.start * d..rows.end * d), units.get(rows.start * d..n * d)) else {
-            return Vec::new();
-        };
-        let mut out = vec![0.0f32; rows.len() * n.saturating_sub(rows.start)];
-        kernel::dots(a, b, d, &mut out);
-        out
-    };
+    let one = |rows: &std::ops::Range<usize>| sample_block_dots(units, d, rows);
     let threads = threads.clamp(1, blocks.len().max(1));
     let mut products = vec![Vec::new(); blocks.len()];
     std::thread::scope(|scope| {

@@ -254,7 +254,8 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
         Response::Ready
         | Response::Cancelled
         | Response::Split { .. }
-        | Response::Verdict(_)
+        | Response::Verdict { .. }
+        | Response::SampleDots { .. }
         | Response::Partial
         | Response::BandPart { .. }
         | Response::GpuFailed { .. }

@@ -2,15 +2,16 @@
 //! `File`s (no SharedArrayBuffer). Worker 0, the lead, runs the job as one worker would, but only
 //! its share of the pass (`pass`); when it answers [`Response::Split`] (once the histogram sample's
 //! rows are read: a pass that sample shows is all reading stays whole), workers 1..N get their
-//! shares. They start them once the lead has paired the sample and answered
-//! [`Response::Verdict`] (its precision and centre, which the pool forwards: the helpers neither
-//! read nor pair the sample), post their partials here, and the pool forwards them to the lead,
-//! which absorbs them and posts the one Report.
+//! shares. Each reads the histogram's sample too and computes the blocks of its pairs it is dealt
+//! ([`Response::SampleDots`], forwarded to the lead, which computes the others and takes them all
+//! in); they start their shares once the lead answers [`Response::Verdict`] (its precision and
+//! centre, which the pool forwards), post their partials here, and the pool forwards them to the
+//! lead, which absorbs them and posts the one Report.
 //!
 //! The lead splits by rows (each worker a subset of the blocks and a whole G) or, from d = 8192 and
 //! where whole Gram matrices do not fit the memory budget, by columns (every worker every row and
-//! one band of G; `pass::shares`). Workers start with the first analysis (never before), and stay
-//! for the next ones. Progress on screen is the rows seen over all workers (split by columns, the
+//! one band of G; `pass::shares`). Workers start with the first analysis of files (never before),
+//! all at once, and stay for the next ones. Progress on screen is the rows seen over all workers (split by columns, the
 //! lead's: every band reads every row). Split by rows, the running ε is the lead's, whose share is
 //! itself a random subset of the blocks; split by columns, it is the estimate at the last
 //! checkpoint every band reached (`pass::bands`): the helpers post their parts of ‖G‖²_F, which
@@ -153,6 +154,11 @@ impl Pool {
         let settings = RunSettings { crash, ..settings };
         let request = Request::Analyze { run, source, tensor, settings, workers, gpu_fallback };
         self.client(0).send(request, files);
+        // The helpers load their wasm while the lead opens the files and reads the sample, so that
+        // they are ready to pair the sample with it when it splits the pass.
+        for index in 1..workers as usize {
+            self.client(index);
+        }
     }
 
     /// The lead's GPU failed mid-pass: the same run again, on the CPU pool (the lead's loop for it
@@ -251,9 +257,14 @@ impl Pool {
         }
         match response {
             Response::Split { tensor, of, columns } if index == 0 => self.split(run, tensor, of, columns),
-            Response::Verdict(verdict) if index == 0 => self.send_verdict(run, verdict),
+            Response::Verdict { verdict, .. } if index == 0 => self.send_verdict(run, verdict),
             Response::BandPart { step, frobenius } if index > 0 => {
                 self.client(0).send(Request::BandPart { run, share: index as u32, step, frobenius }, Vec::new());
+            }
+            Response::SampleDots { blocks } if index > 0 => {
+                if let Some(bytes) = bytes {
+                    self.client(0).send_bytes(Request::SampleDots { run, blocks }, bytes);
+                }
             }
             Response::Partial => {
                 if let Some(bytes) = bytes {

@@ -128,6 +128,9 @@ pub enum Request {
     /// To a helper of run `run`: what the lead's histogram sample decided ([`Response::Verdict`]);
     /// the helper starts its share's pass with it.
     Verdict { run: u64, verdict: SampleVerdict },
+    /// To the lead of run `run`: a helper's `blocks` of the histogram sample's pairs
+    /// ([`Response::SampleDots`]), as the `bytes` next to this message.
+    SampleDots { run: u64, blocks: Vec<u32> },
     /// To the lead: the partial of share `share` of run `run`, as the `bytes` next to this message.
     Absorb { run: u64, share: u32 },
     /// To the lead of a pass split by columns: band `share`'s part of ‖G‖²_F at checkpoint `step`
@@ -190,9 +193,22 @@ pub enum Response {
         columns: bool,
     },
     /// The lead of a split pass has taken in its histogram sample's pairs: what they decided
-    /// (precision, centre), which the page sends on to the helpers ([`Request::Verdict`]). They
-    /// then neither read nor pair the sample themselves, as the CLI's threads do not.
-    Verdict(SampleVerdict),
+    /// (precision, centre), which the page sends on to the helpers ([`Request::Verdict`]), which
+    /// start their shares with it. `blocks_from_helpers` of the `blocks` of the sample's pairs came
+    /// from the helpers ([`Response::SampleDots`]), the rest the lead computed: the tests read it.
+    Verdict {
+        verdict: SampleVerdict,
+        #[serde(default)]
+        blocks: u32,
+        #[serde(default)]
+        blocks_from_helpers: u32,
+    },
+    /// A helper of a split pass computed `blocks` of the lead's histogram sample pairs (those
+    /// `Share::pairs_sample_block` deals it): their f32 dot products, block after block, are the
+    /// `bytes` next to this message, which the page forwards to the lead ([`Request::SampleDots`]).
+    SampleDots {
+        blocks: Vec<u32>,
+    },
     /// A helper of a pass split by columns reached checkpoint `step` with `frobenius` as its
     /// band's part of ‖G‖²_F (`pass::bands`): the page forwards it to the lead.
     BandPart {

@@ -274,6 +274,8 @@ function installPageLog() {
         const kind = typeof response === "string" ? response : Object.keys(response ?? {})[0];
         const entry = { worker, run, kind, t: performance.now() };
         if (kind === "Progress") Object.assign(entry, { rows_seen: response.Progress.rows_seen, rows: response.Progress.rows, fraction: response.Progress.fraction });
+        if (kind === "Verdict") Object.assign(entry, { blocks: response.Verdict.blocks, from_helpers: response.Verdict.blocks_from_helpers });
+        if (kind === "SampleDots") Object.assign(entry, { blocks: response.SampleDots.blocks.length });
         log.push(entry);
       });
       this.addEventListener("error", () => log.push({ worker, kind: "error", t: performance.now() }));

@@ -21,17 +21,19 @@ after(() => server?.close());
 const BIG = () => fixture("trained-32000x2048-bf16.safetensors", "--rows", "32000", "--dim", "2048", "--dtype", "BF16", "--seed", "3");
 const SMALL = () => fixture("small-2000x64-f32.safetensors", "--rows", "2000", "--dim", "64", "--dtype", "F32");
 
-/** Analyses `path` on a page opened with `query`; returns the report and the wall time (ms). */
+/** Analyses `path` on a page opened with `query`; returns the report, the wall time (ms) and the
+ *  page log of the run (`openAppWithLog`). */
 async function timed(query, path) {
-  const b = await openApp(server, query);
+  const b = await openAppWithLog(server, query);
   try {
     const t0 = Date.now();
     const r = await analyseFiles(b.page, path);
     const ms = Date.now() - t0;
     assert.equal(r.status, "done", r.text);
     const time = await b.page.textContent('[data-testid="report"]');
+    const log = (await pageLog(b.page)).filter((e) => e.run === r.run);
     assertClean(b);
-    return { report: r.report, ms, time };
+    return { report: r.report, ms, time, log };
   } finally { await b.close(); }
 }
 
@@ -47,10 +49,24 @@ test("?workers=1 and ?workers=2 give the same exact ε, and the Report says how 
     assert.ok(Math.abs(one.report[k] - two.report[k]) < 1e-9, `${k}: 1 worker ${one.report[k]}, 2 workers ${two.report[k]}`);
   }
   assert.deepEqual(two.report.histogram, one.report.histogram, "the histogram is the lead's sample either way");
+  assert.deepEqual(two.report.top_pairs, one.report.top_pairs);
+  // Split, the helper computed blocks of the sample's pairs and the lead took them in: its verdict
+  // says how many of the blocks came from the helper, and the helper's pass began after it.
+  const verdict = two.log.find((e) => e.kind === "Verdict" && e.worker === 0);
+  const dots = two.log.find((e) => e.kind === "SampleDots" && e.worker === 1);
+  assert.ok(verdict && dots, `a Verdict from the lead and SampleDots from the helper: ${JSON.stringify(two.log.map((e) => [e.worker, e.kind]))}`);
+  assert.ok(dots.t < verdict.t, "the helper's blocks came before the lead's verdict");
+  // (At most all the helper posted: a lead that waited long enough computes the missing blocks itself.)
+  assert.ok(verdict.from_helpers > 0 && verdict.from_helpers <= dots.blocks && verdict.from_helpers < verdict.blocks,
+    `${verdict.from_helpers} of ${verdict.blocks} blocks from the helper, which posted ${dots.blocks}`);
+  const helperPass = two.log.find((e) => e.kind === "Progress" && e.worker === 1);
+  assert.ok(helperPass && helperPass.t > verdict.t, "the helper's first progress after the verdict");
+  assert.ok(!one.log.some((e) => e.kind === "Verdict" || e.kind === "SampleDots"), "one worker pairs its sample alone");
   assert.match(two.time, /2 workers · SIMD: /);
   assert.match(one.time, /1 worker · SIMD: /);
   console.log(`exact pass 32000×2048 bf16: 1 worker ${one.ms} ms (report ${one.report.timing_ms.toFixed(0)} ms), ` +
-    `2 workers ${two.ms} ms (report ${two.report.timing_ms.toFixed(0)} ms), speed-up ${(one.report.timing_ms / two.report.timing_ms).toFixed(2)}×`);
+    `2 workers ${two.ms} ms (report ${two.report.timing_ms.toFixed(0)} ms), speed-up ${(one.report.timing_ms / two.report.timing_ms).toFixed(2)}×; ` +
+    `the helper computed ${verdict.from_helpers} of the sample's ${verdict.blocks} blocks of pairs`);
 });
 
 test("Cancel stops every worker of the pool and the next file works", async () => {

@@ -10,8 +10,8 @@ use super::crash::{crash_if_asked, gpu_loss_asked, helper_pause_ms};
 use super::pacer::{now_ms, performance_now, sleep_ms, yield_task, Pacer};
 use super::sources::open_sources;
 use super::{
-    cache_gpu, cached_gpu, keep_matrix, matrix_of, partials_waiting, post, post_partial, read_partial,
-    stop_early_asked, take_band_parts, take_partial, take_verdict,
+    cache_gpu, cached_gpu, keep_matrix, matrix_of, partials_waiting, post, post_partial, post_sample_dots,
+    read_partial, stop_early_asked, take_band_parts, take_partial, take_sample_dots, take_verdict,
 };
 use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
@@ -24,12 +24,18 @@ use crate::run::job::{Job, JobOptions, Opened};
 use crate::worker::protocol::{Response, RunSettings, SourceSpec};
 use crate::Error;
 
+/// How often a lead that has computed its blocks of the sample's pairs looks for its helpers'.
+const WAIT_SAMPLE_DOTS_MS: i32 = 2;
+/// The least a lead waits for its helpers' blocks of the sample's pairs before it computes them
+/// itself (they read the sample after the lead, and may still be loading their wasm).
+const MIN_PATIENCE_MS: f64 = 200.0;
+
 /// How often a lead whose own share is done looks for the helpers' partials (a timer, not a busy
 /// loop: the helpers need the cores).
 const WAIT_PARTIALS_MS: i32 = 10;
 
-/// How often a helper looks for the lead's verdict on the sample (the lead's pairing takes ~1 s at
-/// d = 4096; a few ms late costs nothing).
+/// How often a helper looks for the lead's verdict on the sample (it comes tens of ms after the
+/// helper's own blocks of the sample's pairs; a few ms late costs nothing).
 const WAIT_VERDICT_MS: i32 = 2;
 
 /// What an analysis or a share of one reads, and how.
@@ -155,6 +161,8 @@ pub(super) async fn analyze(
     let mut split = gpu.is_some().then_some((1, false));
     // Split, the helpers wait for what the sample's pairs decide (`Response::Verdict`).
     let mut verdict_posted = false;
+    // Blocks of the sample's pairs, and how many of them the helpers computed.
+    let mut paired = (0, 0);
     let mut estimate_posted = false;
     // The last progress posted with a running ε, reposted between two estimates.
     let mut last_estimate: Option<Progress> = None;
@@ -179,10 +187,17 @@ pub(super) async fn analyze(
             // The running ε is the lead's alone: time spent on it is time the helpers wait at the
             // end, so it is computed less often (`Pacer::share_estimates`).
             pacer.share_estimates(of > 1);
+            if of > 1 {
+                paired = pair_sample_with_helpers(&mut job, run, of, &mut pacer).await.map_err(pass_error)?;
+                if pacer.superseded() {
+                    return Ok(());
+                }
+            }
         }
         if !verdict_posted && split.is_some_and(|(of, _)| of > 1) {
             if let Some(verdict) = job.sample_verdict() {
-                post(run, Response::Verdict(verdict.clone()));
+                let (blocks, blocks_from_helpers) = paired;
+                post(run, Response::Verdict { verdict: verdict.clone(), blocks, blocks_from_helpers });
                 verdict_posted = true;
             }
         }
@@ -346,6 +361,53 @@ fn split_after_sample(job: &mut Job, split: Split, workers: u32) -> (u32, bool) 
     (of, columns)
 }
 
+/// The lead of a pass split over `of` workers pairs the histogram's sample with its helpers: each
+/// computes the blocks of the pairs `Share::pairs_sample_block` deals it (the CLI's threads share
+/// them too), where the lead alone took ~1 s at d = 4096 while the helpers waited for its verdict.
+/// The lead computes its blocks, takes in the helpers' as they come ([`Request::SampleDots`]) and,
+/// once it has waited as long as its own blocks took (at least [`MIN_PATIENCE_MS`]: a helper slow
+/// to start), computes the missing ones itself, last first, until they come. Every block is
+/// `kernel::dots`'s wherever it ran, so the histogram and the verdict are the ones a single worker
+/// gets, bit for bit. Returns with the pairs taken in, or with none taken in when stopped or
+/// replaced (the steps go on); and how many blocks there were, and came from the helpers.
+///
+/// [`Request::SampleDots`]: crate::worker::protocol::Request::SampleDots
+async fn pair_sample_with_helpers(job: &mut Job, run: u64, of: u32, pacer: &mut Pacer) -> Result<(u32, u32), Error> {
+    let Some(lead) = Share::new(0, of) else { return Ok((0, 0)) };
+    let blocks = job.sample_pair_blocks();
+    let n = blocks.last().map_or(0, |b| b.end);
+    let lens: Vec<usize> = blocks.iter().map(|b| b.len() * (n - b.start)).collect();
+    let mut dots: Vec<Option<Vec<f32>>> = vec![None; blocks.len()];
+    let interrupted = |pacer: &Pacer| pacer.superseded() || stop_early_asked();
+    let started = now_ms();
+    for (k, rows) in blocks.iter().enumerate().filter(|(k, _)| lead.pairs_sample_block(*k)) {
+        dots[k] = Some(job.sample_pair_dots(rows));
+        pacer.pause().await;
+        if interrupted(pacer) {
+            return Ok((0, 0));
+        }
+    }
+    let patience = (now_ms() - started).max(MIN_PATIENCE_MS);
+    let waiting_since = now_ms();
+    let mut from_helpers = 0;
+    loop {
+        from_helpers += take_sample_dots(run, &lens, &mut dots);
+        let Some(missing) = dots.iter().rposition(Option::is_none) else { break };
+        if now_ms() - waiting_since > patience {
+            dots[missing] = blocks.get(missing).map(|rows| job.sample_pair_dots(rows));
+            pacer.pause().await;
+        } else {
+            sleep_ms(WAIT_SAMPLE_DOTS_MS).await;
+        }
+        if interrupted(pacer) {
+            return Ok((0, 0));
+        }
+    }
+    let blocks = u32::try_from(dots.len()).unwrap_or(u32::MAX);
+    job.finish_sample_pairs(dots.into_iter().map(Option::unwrap_or_default).collect())?;
+    Ok((blocks, from_helpers))
+}
+
 /// How often a GPU wait looks for *Stop here*, a Cancel or a newer run.
 const INTERRUPT_POLL_MS: i32 = 20;
 
@@ -375,9 +437,36 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
     }
     let mut ahead = opened.read_ahead();
     let mut analysis = Job::open_share(opened.sources, &tensor, settings.config(), share).map_err(|e| e.to_string())?;
-    // The lead pairs the histogram's sample and sends what it decided: paired here too, it cost
-    // every helper as long as the lead (~1 s at d = 4096) before its share began. Stopped before
-    // it comes, the share ends with nothing summed.
+    // The helper reads the histogram's sample and computes its blocks of the sample's pairs for
+    // the lead (`pair_sample_with_helpers`), which sends what they decided: the share's pass starts
+    // with that. Stopped before it comes, the share ends with nothing summed.
+    while analysis.phase() == Phase::Sample {
+        ahead.before_step(analysis.step_reads(), |n| (analysis.file(), analysis.upcoming_reads(n))).await;
+        analysis.step().map_err(|e| e.to_string())?;
+        if stop_early_asked() {
+            post_partial(run, Response::Partial, analysis.into_partial());
+            return Ok(());
+        }
+        pacer.pause().await;
+        if pacer.superseded() {
+            return Ok(());
+        }
+    }
+    let blocks = analysis.sample_pair_blocks();
+    let mut mine = Vec::new();
+    let mut values = Vec::new();
+    for (k, rows) in blocks.iter().enumerate().filter(|(k, _)| share.pairs_sample_block(*k)) {
+        mine.push(k as u32);
+        values.push(analysis.sample_pair_dots(rows));
+        pacer.pause().await;
+        if pacer.superseded() {
+            return Ok(());
+        }
+    }
+    if !mine.is_empty() {
+        post_sample_dots(run, mine, &values);
+    }
+    drop(values);
     loop {
         if let Some(verdict) = take_verdict(run) {
             analysis.skip_sample(&verdict);

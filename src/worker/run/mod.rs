@@ -49,6 +49,9 @@ struct State {
     /// yet absorbed. Kept as JavaScript bytes until taken in: the lead may hold several while its
     /// own share ends, and wasm memory, once grown, never shrinks.
     partials: Vec<(u64, u32, js_sys::Uint8Array)>,
+    /// Helpers' blocks of the histogram sample's pairs (run, blocks, their f32 dot products),
+    /// forwarded to this lead and not yet taken in.
+    sample_dots: Vec<(u64, Vec<u32>, js_sys::Uint8Array)>,
     /// What the lead's histogram sample decided, forwarded to this helper for its run, until its
     /// share's pass starts with it.
     verdict: Option<(u64, SampleVerdict)>,
@@ -128,6 +131,39 @@ fn take_verdict(run: u64) -> Option<SampleVerdict> {
     })
 }
 
+/// Takes the helpers' blocks of run `run`'s sample pairs received so far into the empty places of
+/// `dots` (block k has `lens[k]` values); returns how many it filled. Other runs' are dropped, and
+/// so is a message whose blocks or length do not fit (the lead computes those blocks itself).
+fn take_sample_dots(run: u64, lens: &[usize], dots: &mut [Option<Vec<f32>>]) -> u32 {
+    let mut filled = 0;
+    let received = with_state(|s| std::mem::take(&mut s.sample_dots));
+    for (r, blocks, bytes) in received {
+        let sizes: Option<Vec<usize>> = blocks.iter().map(|&k| lens.get(k as usize).copied()).collect();
+        let Some(sizes) = sizes else { continue };
+        let fits = sizes.iter().sum::<usize>().checked_mul(4) == Some(bytes.length() as usize);
+        if r != run || !fits || !bytes.byte_offset().is_multiple_of(4) {
+            continue;
+        }
+        let values = js_sys::Float32Array::new_with_byte_offset_and_length(
+            &bytes.buffer(),
+            bytes.byte_offset(),
+            bytes.length() / 4,
+        );
+        let mut at = 0u32;
+        for (&k, &len) in blocks.iter().zip(&sizes) {
+            let start = at;
+            at += len as u32;
+            if let Some(slot) = dots.get_mut(k as usize).filter(|s| s.is_none()) {
+                let mut block = vec![0.0f32; len];
+                values.subarray(start, at).copy_to(&mut block);
+                *slot = Some(block);
+                filled += 1;
+            }
+        }
+    }
+    filled
+}
+
 fn receive_partial(run: u64, share: u32, bytes: js_sys::Uint8Array) {
     with_state(|s| s.partials.push((run, share, bytes)));
 }
@@ -201,6 +237,7 @@ fn drop_partials() {
     with_state(|s| {
         s.partials.clear();
         s.band_parts.clear();
+        s.sample_dots.clear();
     });
 }
 
@@ -247,9 +284,33 @@ fn post_partial(run: u64, response: Response, partial: PassPartial) {
     js_sys::Float64Array::new_with_byte_offset_and_length(&array.buffer(), head.len() as u32, values.len() as u32)
         .copy_from(&values);
     drop(values);
+    post_with_bytes(&json, &array);
+}
+
+/// Posts a helper's blocks of the lead's sample pairs ([`Response::SampleDots`]): `values[i]` are
+/// block `blocks[i]`'s f32 dot products, one after the other in one transferred array (~4 MB at
+/// d = 4096 with two workers).
+fn post_sample_dots(run: u64, blocks: Vec<u32>, values: &[Vec<f32>]) {
+    let Ok(json) = serde_json::to_string(&Envelope { run, response: Response::SampleDots { blocks } }) else {
+        return;
+    };
+    let total = values.iter().map(Vec::len).sum::<usize>();
+    let Some(bytes) = total.checked_mul(4).and_then(|b| u32::try_from(b).ok()) else { return };
+    let array = js_sys::Uint8Array::new_with_length(bytes);
+    let floats = js_sys::Float32Array::new(&array.buffer());
+    let mut at = 0u32;
+    for block in values {
+        floats.subarray(at, at + block.len() as u32).copy_from(block);
+        at += block.len() as u32;
+    }
+    post_with_bytes(&json, &array);
+}
+
+/// Posts the envelope `json` with `array` next to it, its buffer transferred rather than copied.
+fn post_with_bytes(json: &str, array: &js_sys::Uint8Array) {
     let message = Object::new();
-    let _ = Reflect::set(&message, &"json".into(), &JsValue::from_str(&json));
-    let _ = Reflect::set(&message, &"bytes".into(), &array);
+    let _ = Reflect::set(&message, &"json".into(), &JsValue::from_str(json));
+    let _ = Reflect::set(&message, &"bytes".into(), array);
     let transfer = js_sys::Array::of1(&array.buffer());
     let _ = scope().post_message_with_transfer(&message, &transfer);
 }
@@ -340,6 +401,12 @@ fn dispatch(request: Request, data: &JsValue) {
         Request::Verdict { run, verdict } => with_state(|s| s.verdict = Some((run, verdict))),
         Request::BandPart { run, share, step, frobenius } => {
             with_state(|s| s.band_parts.push((run, share, step, frobenius)));
+        }
+        Request::SampleDots { run, blocks } => {
+            let bytes = Reflect::get(data, &"bytes".into()).ok().and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok());
+            if let Some(bytes) = bytes {
+                with_state(|s| s.sample_dots.push((run, blocks, bytes)));
+            }
         }
         Request::Absorb { run, share } => {
             let bytes = Reflect::get(data, &"bytes".into()).ok().and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok());
