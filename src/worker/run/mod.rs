@@ -343,6 +343,11 @@ pub fn start() {
     post(NO_RUN, Response::Ready);
 }
 
+/// The bytes that ride next to a request's JSON (a helper's partial or blocks of pairs).
+fn attached_bytes(data: &JsValue) -> Option<js_sys::Uint8Array> {
+    Reflect::get(data, &"bytes".into()).ok().and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok())
+}
+
 /// Acts on one request from the page; `data` is the whole message (files and bytes ride next to
 /// the JSON).
 fn dispatch(request: Request, data: &JsValue) {
@@ -403,14 +408,12 @@ fn dispatch(request: Request, data: &JsValue) {
             with_state(|s| s.band_parts.push((run, share, step, frobenius)));
         }
         Request::SampleDots { run, blocks } => {
-            let bytes = Reflect::get(data, &"bytes".into()).ok().and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok());
-            if let Some(bytes) = bytes {
+            if let Some(bytes) = attached_bytes(data) {
                 with_state(|s| s.sample_dots.push((run, blocks, bytes)));
             }
         }
         Request::Absorb { run, share } => {
-            let bytes = Reflect::get(data, &"bytes".into()).ok().and_then(|b| b.dyn_into::<js_sys::Uint8Array>().ok());
-            if let Some(bytes) = bytes {
+            if let Some(bytes) = attached_bytes(data) {
                 receive_partial(run, share, bytes);
             }
         }
