@@ -25,6 +25,22 @@ try {
     try {
       await b.page.goto(gpu ? `${server.url}?gpu=1` : `${server.url}?workers=${n}&gpu=0`);
       await finalReport(b.page); // the opening demo
+      if (gpu) {
+        // Chromium may reach a software adapter (SwiftShader, or lavapipe through Vulkan) that
+        // WebGPU does not flag as a fallback: it would take an hour here, so time only real GPUs.
+        const adapter = await b.page.evaluate(async () => {
+          const a = await navigator.gpu?.requestAdapter();
+          if (!a) return { software: true, name: "none" };
+          const i = a.info ?? {};
+          const name = [i.vendor, i.architecture, i.device, i.description].filter(Boolean).join(" ");
+          return { software: Boolean(a.isFallbackAdapter || i.isFallbackAdapter) || /swiftshader|llvmpipe|lavapipe|software/i.test(name), name };
+        });
+        if (adapter.software) {
+          console.error(`page with ?gpu=1: no GPU adapter (${adapter.name || "unnamed"})`);
+          console.log(JSON.stringify({ workers: n, skipped: "no GPU adapter" }));
+          continue;
+        }
+      }
       const before = await currentRun(b.page);
       // Watch the page itself so the times do not include the test driver's polling.
       await b.page.evaluate(() => {
