@@ -20,14 +20,15 @@ const ESTIMATE_EVERY: f64 = 9.0;
 /// there is time the helpers wait for the lead's share at the end (measured in a tab at
 /// d = 4096, 2 workers: the lead's share took 0.5 s longer than the helper's), so at most ~3 %.
 const ESTIMATE_EVERY_SHARED: f64 = 29.0;
-/// The least time between two running ε of a split pass's lead (the progress posts in between
-/// carry the last one).
-const ESTIMATE_SHARED_MS: f64 = 1200.0;
+/// The least time between two running ε (the progress posts in between carry the last one). With
+/// no floor, one worker at 32000×4096 in a tab computed one every ~0.45 s, a twentieth of its run
+/// (13.4–13.7 s against 12.9–13.1 s with a floor).
+const ESTIMATE_MS: f64 = 1200.0;
 
-/// The rhythm of a worker's loop over steps: a progress post every [`PROGRESS_MS`], a running ε
-/// in at most a tenth of the time ([`ESTIMATE_EVERY`]), a task boundary every [`TASK_YIELD_MS`]
-/// (so Cancel, StopEarly and new requests get in), a microtask in between, and the end of the loop
-/// when a newer run or a Cancel replaced run `run`.
+/// The rhythm of a worker's loop over steps: a progress post every [`PROGRESS_MS`], a running ε at
+/// most every [`ESTIMATE_MS`] and in at most a tenth of the time ([`ESTIMATE_EVERY`]), a task
+/// boundary every [`TASK_YIELD_MS`] (so Cancel, StopEarly and new requests get in), a microtask in
+/// between, and the end of the loop when a newer run or a Cancel replaced run `run`.
 pub(super) struct Pacer {
     run: u64,
     last_post: f64,
@@ -44,15 +45,12 @@ impl Pacer {
         Pacer { run, last_post: now, last_task: now, last_estimate: (now, 0.0), shared: false }
     }
 
-    /// Whether this post should compute a new running ε ([`ESTIMATE_EVERY`]).
+    /// Whether this post should compute a new running ε ([`ESTIMATE_EVERY`], [`ESTIMATE_MS`]).
     pub(super) fn estimate_due(&self) -> bool {
         let (at, took) = self.last_estimate;
         let since = now_ms() - at;
-        if self.shared {
-            since >= (ESTIMATE_EVERY_SHARED * took).max(ESTIMATE_SHARED_MS)
-        } else {
-            since >= ESTIMATE_EVERY * took
-        }
+        let every = if self.shared { ESTIMATE_EVERY_SHARED } else { ESTIMATE_EVERY };
+        since >= (every * took).max(ESTIMATE_MS)
     }
 
     /// Whether this loop is the lead of a split pass (`shared`), whose running ε is its alone.
