@@ -686,3 +686,26 @@ fn a_share_stopped_before_its_first_row_changes_nothing() {
         assert_eq!((merged.within, merged.blocks_seen), (lead.within, lead.blocks_seen), "d = {dim}");
     }
 }
+
+/// The running estimate's within-block pairs are measured on every ⌈d/256⌉-th position of the
+/// plan's order, whoever visits it: two and three shares measure the same blocks, and the merge
+/// counts them, so the estimate scales the stratum by the blocks seen over the blocks measured.
+#[test]
+fn within_block_pairs_are_measured_on_the_same_positions_however_the_pass_is_shared() {
+    for (dim, every) in [(72, 1), (1100, 5)] {
+        let file = model(3000, dim, 9);
+        let config = AnalysisConfig::default();
+        let merged = |of: u32| {
+            let mut all = share_partial(&file, &config, Share::new(0, of).unwrap());
+            for index in 1..of {
+                all.merge(&share_partial(&file, &config, Share::new(index, of).unwrap())).unwrap();
+            }
+            all
+        };
+        let (two, three) = (merged(2), merged(3));
+        assert_eq!(two.blocks_seen, 47, "d = {dim}: 3000 rows in blocks of 64");
+        assert_eq!(two.within_blocks, 47_u64.div_ceil(every), "d = {dim}: positions 0, {every}, …");
+        assert_eq!((three.within_blocks, three.within.2), (two.within_blocks, two.within.2), "d = {dim}");
+        assert!(close(three.within.0, two.within.0, 1e-12), "d = {dim}: Σ cos within");
+    }
+}

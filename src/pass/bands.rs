@@ -33,6 +33,8 @@ pub struct LeadAt {
     pub counts: RowCounts,
     pub blocks_seen: u64,
     pub within: (f64, f64, u64),
+    /// The blocks whose within-block pairs `within` holds.
+    pub within_blocks: u64,
 }
 
 /// The estimate at a checkpoint every band has reached.
@@ -43,6 +45,7 @@ pub struct Reached {
     pub counts: RowCounts,
     pub blocks_seen: u64,
     pub within: (f64, f64, u64),
+    pub within_blocks: u64,
 }
 
 /// One checkpoint not yet reached by every band.
@@ -155,6 +158,7 @@ impl BandTally {
                 counts: lead.counts,
                 blocks_seen: lead.blocks_seen,
                 within: lead.within,
+                within_blocks: lead.within_blocks,
             });
         }
     }
@@ -170,6 +174,7 @@ mod tests {
             counts: RowCounts { seen: rows, kept: rows, ..RowCounts::default() },
             blocks_seen: rows / 4,
             within: (0.0, 0.0, 0),
+            within_blocks: 0,
         }
     }
 

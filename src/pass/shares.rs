@@ -193,6 +193,10 @@ pub struct PassPartial {
     /// Σ cos, Σ cos², pair count over pairs inside the visited blocks (the running estimate's
     /// within-block stratum).
     pub within: (f64, f64, u64),
+    /// The visited blocks whose within-block pairs `within` holds (only some are measured: the
+    /// estimate scales them to all).
+    #[serde(default)]
+    pub within_blocks: u64,
     /// Blocks of the plan visited.
     pub blocks_seen: u64,
     /// This partial over the plan's random phase alone, once its share has gone on into the sweep
@@ -234,6 +238,7 @@ impl PassPartial {
         Self {
             gram: PairAccumulator::Gram(GramMoments::new(dim)),
             within: (0.0, 0.0, 0),
+            within_blocks: 0,
             blocks_seen: 0,
             random_phase: None,
         }
@@ -247,6 +252,7 @@ impl PassPartial {
             None => PassPartial {
                 gram: self.gram.clone(),
                 within: self.within,
+                within_blocks: self.within_blocks,
                 blocks_seen: self.blocks_seen,
                 random_phase: None,
             },
@@ -272,6 +278,7 @@ impl PassPartial {
             // Only the lead measures the within-block pairs (`analysis`); the blocks are alike.
             if other.within.2 > self.within.2 {
                 self.within = other.within;
+                self.within_blocks = other.within_blocks;
             }
             self.blocks_seen = self.blocks_seen.max(other.blocks_seen);
             return Ok(());
@@ -293,6 +300,7 @@ impl PassPartial {
             self.gram.merge_from(&other.gram, values).map_err(PassError::Values)?;
             self.within =
                 (self.within.0 + other.within.0, self.within.1 + other.within.1, self.within.2 + other.within.2);
+            self.within_blocks += other.within_blocks;
             self.blocks_seen += other.blocks_seen;
             return Ok(());
         }
@@ -305,6 +313,7 @@ impl PassPartial {
         }
         self.gram.merge(&other.gram);
         self.within = (self.within.0 + other.within.0, self.within.1 + other.within.1, self.within.2 + other.within.2);
+        self.within_blocks += other.within_blocks;
         self.blocks_seen += other.blocks_seen;
         Ok(())
     }
