@@ -1296,9 +1296,10 @@ impl Analysis {
         // No more rows than the matrix has (two rows of d = 16384 need 256 KiB here, not 8 MiB).
         self.wide.resize(MAX_CHUNK_ROWS.min(self.rows as usize) * d, 0.0);
         // Within-block pairs feed the running estimate only, measured on every `within_every`-th
-        // block of the plan's order; the final step of a whole pass skips them. A share by rows cannot tell whether the others will finish, so it always keeps
-        // them; of a split by columns, where every share sees every block, only the lead does.
-        // Nor does the sweep, whose estimate is the random phase's.
+        // block of the plan's order; the final step of a whole pass skips them. A share by rows
+        // cannot tell whether the others will finish, so it always keeps them; of a split by
+        // columns, where every share sees every block, only the lead does. Nor does the sweep,
+        // whose estimate is the random phase's.
         let estimating = if self.share.columns {
             self.share.index == 0 && end < self.plan.blocks.len()
         } else {
