@@ -205,7 +205,7 @@ pub struct Analysis {
     gpu_ran: Option<GpuInfo>,
     /// Visited blocks whose within-block pairs are in `within`: every [`within_every`]-th of the
     /// plan's order, on the CPU as on the GPU.
-    within_measured: u64,
+    within_blocks: u64,
     /// A pass stopped at its last running estimate (a GPU pass's, [`Analysis::stop_gpu_at_estimate`],
     /// or a split by columns', [`Analysis::stop_at_checkpoint`]): the result is that estimate.
     stopped_at: Option<Snapshot>,
@@ -253,7 +253,7 @@ struct Snapshot {
     counts: RowCounts,
     blocks_seen: u64,
     within: (f64, f64, u64),
-    within_measured: u64,
+    within_blocks: u64,
 }
 
 /// The dot products of one block of the histogram sample's pairs ([`Analysis::sample_pair_blocks`]):
@@ -418,7 +418,7 @@ impl Analysis {
             gpu_pass: None,
             gpu_declined: None,
             gpu_ran: None,
-            within_measured: 0,
+            within_blocks: 0,
             stopped_at: None,
             pass_steps: 0,
             band_part_at: None,
@@ -552,7 +552,7 @@ impl Analysis {
             counts: g.counts,
             blocks_seen: self.blocks_seen,
             within: self.within,
-            within_blocks: self.within_measured,
+            within_blocks: self.within_blocks,
         };
         if let Some(t) = self.bands.as_mut() {
             t.record_lead(step, lead, part);
@@ -577,7 +577,7 @@ impl Analysis {
             counts: r.counts,
             blocks_seen: r.blocks_seen,
             within: r.within,
-            within_measured: r.within_blocks,
+            within_blocks: r.within_blocks,
         }))
     }
 
@@ -614,7 +614,7 @@ impl Analysis {
         PassPartial {
             gram: self.gram,
             within: self.within,
-            within_blocks: self.within_measured,
+            within_blocks: self.within_blocks,
             blocks_seen: self.blocks_seen,
             random_phase: self.random_phase,
         }
@@ -632,14 +632,14 @@ impl Analysis {
         let mut mine = PassPartial {
             gram: std::mem::replace(&mut self.gram, PairAccumulator::Gram(GramMoments::new(0))),
             within: self.within,
-            within_blocks: self.within_measured,
+            within_blocks: self.within_blocks,
             blocks_seen: self.blocks_seen,
             random_phase: self.random_phase.take(),
         };
         let merged = mine.merge_from(partial, apart);
         self.gram = mine.gram;
         self.within = mine.within;
-        self.within_measured = mine.within_blocks;
+        self.within_blocks = mine.within_blocks;
         self.blocks_seen = mine.blocks_seen;
         self.random_phase = mine.random_phase;
         merged?;
@@ -1025,7 +1025,7 @@ impl Analysis {
             let gram = GpuGram::new(ctx, self.dim, centre.as_deref(), options)?;
             // The CPU accumulator's d²/2 values are not needed until the sums come back.
             self.gram = PairAccumulator::Gram(GramMoments::with_precision(0, Precision::F32));
-            self.within_measured = 0;
+            self.within_blocks = 0;
             self.gpu_pass = Some(GpuRun {
                 gram,
                 info,
@@ -1103,7 +1103,7 @@ impl Analysis {
                 kernel::dots(&self.units, &self.units, d, &mut self.dots);
                 let (w1, w2, wp) = within_block_sums(&self.dots, kept);
                 self.within = (self.within.0 + w1, self.within.1 + w2, self.within.2 + wp);
-                self.within_measured += 1;
+                self.within_blocks += 1;
             }
         }
         self.next_block = end;
@@ -1140,7 +1140,7 @@ impl Analysis {
                         counts: run.counts,
                         blocks_seen: self.blocks_seen,
                         within: self.within,
-                        within_measured: self.within_measured,
+                        within_blocks: self.within_blocks,
                     });
                 }
             }
@@ -1271,7 +1271,7 @@ impl Analysis {
                 self.random_phase = Some(Box::new(PassPartial {
                     gram: self.gram.clone(),
                     within: self.within,
-                    within_blocks: self.within_measured,
+                    within_blocks: self.within_blocks,
                     blocks_seen: self.blocks_seen,
                     random_phase: None,
                 }));
@@ -1282,7 +1282,7 @@ impl Analysis {
                     counts,
                     blocks_seen: self.blocks_seen,
                     within: self.within,
-                    within_measured: self.within_measured,
+                    within_blocks: self.within_blocks,
                 });
                 self.random_phase_estimate = Some((counts, snapshot));
             }
@@ -1331,7 +1331,7 @@ impl Analysis {
             }
             if estimating && bi % every == 0 {
                 // f32 dot products through the SIMD kernel: this stratum only steers an estimate.
-                self.within_measured += 1;
+                self.within_blocks += 1;
                 let block = &self.wide[block_start * d..kept * d];
                 self.units.clear();
                 self.units.extend(block.iter().map(|&x| x as f32));
@@ -1381,7 +1381,7 @@ impl Analysis {
             if s.blocks_seen >= total {
                 return Some((s.moments, s.blocks_seen, s.counts));
             }
-            let within = scaled_within(s.within, s.blocks_seen, s.within_measured);
+            let within = scaled_within(s.within, s.blocks_seen, s.within_blocks);
             let seen = estimate::BlocksSeen { within, seen: s.blocks_seen, total };
             return Some((
                 estimate::stratified_moments(&s.moments, s.counts, seen, self.rows),
@@ -1396,7 +1396,7 @@ impl Analysis {
         // Into the sweep, the estimate is the random phase's: swept blocks are no random sample.
         let (gram, within, blocks_seen, measured) = match self.random_phase.as_deref() {
             Some(r) => (&r.gram, r.within, r.blocks_seen, r.within_blocks),
-            None => (&self.gram, self.within, self.blocks_seen, self.within_measured),
+            None => (&self.gram, self.within, self.blocks_seen, self.within_blocks),
         };
         let (all, counts) = (gram.moments_so_far()?, gram.counts());
         let within = scaled_within(within, blocks_seen, measured);
