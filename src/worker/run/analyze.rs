@@ -175,6 +175,11 @@ pub(super) async fn analyze(
     let mut ahead = opened.read_ahead();
     loop {
         ahead.before_step(job.step_reads(), |n| job.upcoming_reads(n)).await;
+        // A Cancel or a newer run may have come in while the reads were awaited: nothing more is
+        // posted about this run once its Cancel is acknowledged.
+        if pacer.superseded() {
+            return Ok(());
+        }
         if job.step().map_err(pass_error)? {
             break;
         }
@@ -442,6 +447,9 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
     // with that. Stopped before it comes, the share ends with nothing summed.
     while analysis.phase() == Phase::Sample {
         ahead.before_step(analysis.step_reads(), |n| (analysis.file(), analysis.upcoming_reads(n))).await;
+        if pacer.superseded() {
+            return Ok(());
+        }
         analysis.step().map_err(|e| e.to_string())?;
         if stop_early_asked() {
             post_partial(run, Response::Partial, analysis.into_partial());
@@ -483,12 +491,18 @@ pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Resul
     }
     while analysis.phase() != Phase::Done {
         ahead.before_step(analysis.step_reads(), |n| (analysis.file(), analysis.upcoming_reads(n))).await;
+        if pacer.superseded() {
+            return Ok(());
+        }
         analysis.step().map_err(|e| e.to_string())?;
         if let Some((step, frobenius)) = analysis.band_part() {
             post(run, Response::BandPart { step, frobenius });
         }
         if let Some(ms) = helper_pause_ms(settings.crash) {
             sleep_ms(ms).await;
+            if pacer.superseded() {
+                return Ok(());
+            }
         }
         if stop_early_asked() {
             break;
