@@ -24,6 +24,7 @@ fn model(tensors: &[(&str, &[u64])], vocab_size: Option<u64>) -> ModelInfo {
             shape: shape.to_vec(),
             byte_range: (0, 0),
             file: 0,
+            layout: Default::default(),
         })
         .collect();
     ModelInfo { format: "safetensors".into(), tensors, vocab_size, ..ModelInfo::default() }

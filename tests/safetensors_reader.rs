@@ -777,6 +777,7 @@ fn a_matrix_with_more_rows_than_any_vocabulary_is_refused() {
         shape: vec![1 << 27, 1],
         byte_range: (0, 1 << 27),
         file: 0,
+        layout: Default::default(),
     };
     let t = orthoscope::read::format::TensorInfo { dtype: orthoscope::read::format::DType::F8E4M3, ..t };
     let src = orthoscope::read::source::SliceSource::new("x", vec![0u8; 8]);

@@ -16,6 +16,8 @@
 pub mod ahead;
 pub mod demo;
 pub mod format;
+pub mod inflate;
+pub mod layout;
 pub mod locate;
 pub mod matrix;
 pub mod remote;

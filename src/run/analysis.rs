@@ -715,6 +715,10 @@ impl Analysis {
     /// the pass. A worker reads them ahead (one browser read costs ~0.7 ms whatever its size); the
     /// pass itself never needs this.
     pub fn upcoming_reads(&self, n: usize) -> Vec<(u64, u64)> {
+        // A view's offsets are not its file's: its source reads the files itself.
+        if !self.tensor.layout.is_contiguous() {
+            return Vec::new();
+        }
         let sample = match self.phase {
             Phase::Sample => self.plan.sample().get(self.sample_read..).unwrap_or(&[]),
             _ => &[],

@@ -17,6 +17,7 @@ use crate::pass::kernel::{BandValues, MAX_CHUNK_ROWS};
 use crate::pass::shares::{PassPartial, Share};
 use crate::read::format::set::{read_model_set, ModelSet};
 use crate::read::format::{ModelInfo, TensorInfo};
+use crate::read::layout::tensor_source;
 use crate::read::locate::{choose_in_set, locate, role_by_name, role_of_choice, LocateError, Located, TensorRole};
 use crate::read::matrix::Matrix;
 use crate::read::source::ByteSource;
@@ -153,10 +154,10 @@ impl Job {
         let unembedding_info =
             located.unembedding.and_then(|i| model.tensors.get(i)).filter(|u| u.name != info.name).cloned();
         let source_of = |t: &TensorInfo| -> Result<Rc<dyn ByteSource>, Error> {
-            sources
-                .get(t.file)
-                .cloned()
-                .ok_or_else(|| Error::from(LocateError::TensorNotFound { name: t.name.clone(), file: set.describe() }))
+            if sources.get(t.file).is_none() {
+                return Err(Error::from(LocateError::TensorNotFound { name: t.name.clone(), file: set.describe() }));
+            }
+            Ok(tensor_source(&sources, t)?)
         };
         let origin = |t: &TensorInfo, reason: &str, tensor_role: TensorRole| Origin {
             file: set.files.get(t.file).cloned().unwrap_or_default(),
@@ -212,9 +213,10 @@ impl Job {
         let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s.as_ref()).collect();
         let set = read_model_set(&refs)?;
         let (info, reason) = choose_in_set(&set, Some(tensor))?;
-        let source = sources.get(info.file).cloned().ok_or_else(|| {
-            Error::from(LocateError::TensorNotFound { name: info.name.clone(), file: set.describe() })
-        })?;
+        if sources.get(info.file).is_none() {
+            return Err(Error::from(LocateError::TensorNotFound { name: info.name.clone(), file: set.describe() }));
+        }
+        let source = tensor_source(&sources, &info)?;
         let tensor_role = role_of_choice(&set.model_info(), &info.name);
         let origin = Origin { file: String::new(), format: set.format.clone(), tensor_reason: reason, tensor_role };
         let mut analysis = Analysis::new(Box::new(source), info, origin, config)?;
@@ -577,7 +579,9 @@ fn tied_check(
             ),
         };
     }
-    let (Some((rows, _)), Some(es), Some(us)) = (embedding.matrix(), sources.get(embedding.file), sources.get(u.file))
+    // Byte for byte in the views' coordinates (an inflated member, assembled quantised rows).
+    let (Some((rows, _)), Ok(es), Ok(us)) =
+        (embedding.matrix(), tensor_source(sources, embedding), tensor_source(sources, u))
     else {
         return Tied { tied: None, evidence: "unknown".into() };
     };

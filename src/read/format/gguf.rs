@@ -830,7 +830,14 @@ impl Parser<'_> {
             }
             // ggml lists ne innermost first; TensorInfo is row-major, outermost first.
             let shape: Vec<u64> = t.ne.iter().rev().copied().collect();
-            out.push(TensorInfo { name: t.name, dtype, shape, byte_range: (start, end), file });
+            out.push(TensorInfo {
+                name: t.name,
+                dtype,
+                shape,
+                byte_range: (start, end),
+                file,
+                layout: Default::default(),
+            });
         }
         Ok(out)
     }

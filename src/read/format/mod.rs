@@ -174,6 +174,48 @@ pub struct TensorInfo {
     pub byte_range: (u64, u64),
     /// Index of the file that holds it, in the list of files given.
     pub file: usize,
+    /// How the tensor's bytes are laid out in `file`: one contiguous range (every format's plain
+    /// case), or a view that [`crate::read::layout::tensor_source`] opens over the files, in whose
+    /// coordinates `byte_range` then is.
+    #[serde(default)]
+    pub layout: Layout,
+}
+
+/// Where a tensor's bytes are, when they are not `byte_range` of `file` as stored.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Layout {
+    /// `byte_range` of `file`, as stored.
+    #[default]
+    Contiguous,
+    /// A deflate stream (a zip member of method 8) at `[start, end)` of `file`, which inflates to
+    /// `inflated_len` bytes; `byte_range` is in the inflated member's coordinates.
+    Deflate { start: u64, end: u64, inflated_len: u64 },
+    /// Rows assembled from several stored tensors, block by block: row r of the view is, for each
+    /// block j of the row in turn, `chunk_bytes` bytes of every part's row r (bytes
+    /// `[j·chunk_bytes, (j+1)·chunk_bytes)` of the part's row, which starts at
+    /// `start + r·row_bytes` of the part's file). `byte_range` is `(0, rows · Σ row_bytes)`.
+    /// MLX's quantised weights: packed values, scales and biases of one group side by side.
+    Interleave { parts: Vec<InterleavePart> },
+}
+
+/// One stored tensor of a [`Layout::Interleave`] view.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterleavePart {
+    /// Its name, for messages.
+    pub tensor: String,
+    pub file: usize,
+    /// Absolute offset of its first row.
+    pub start: u64,
+    pub row_bytes: u64,
+    /// Bytes of one block of a row (`row_bytes` is a whole number of them; every part of a view has
+    /// the same number of blocks per row).
+    pub chunk_bytes: u64,
+}
+
+impl Layout {
+    pub fn is_contiguous(&self) -> bool {
+        matches!(self, Layout::Contiguous)
+    }
 }
 
 impl TensorInfo {

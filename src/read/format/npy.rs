@@ -99,7 +99,14 @@ pub fn read_header(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, Fo
     }
     Ok(ModelInfo {
         format: "npy".to_string(),
-        tensors: vec![TensorInfo { name: TENSOR_NAME.to_string(), dtype, shape, byte_range: (data_start, end), file }],
+        tensors: vec![TensorInfo {
+            name: TENSOR_NAME.to_string(),
+            dtype,
+            shape,
+            byte_range: (data_start, end),
+            file,
+            layout: Default::default(),
+        }],
         ..ModelInfo::default()
     })
 }

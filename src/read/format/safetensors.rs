@@ -333,5 +333,12 @@ fn parse_entry(
             file_len,
         });
     }
-    Ok(TensorInfo { name: tensor.to_string(), dtype, shape, byte_range: (abs_start, abs_end), file })
+    Ok(TensorInfo {
+        name: tensor.to_string(),
+        dtype,
+        shape,
+        byte_range: (abs_start, abs_end),
+        file,
+        layout: Default::default(),
+    })
 }
