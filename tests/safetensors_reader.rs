@@ -786,3 +786,33 @@ fn a_matrix_with_more_rows_than_any_vocabulary_is_refused() {
         .expect("refused");
     assert!(matches!(err, orthoscope::Error::TooManyRows { rows, .. } if rows == 1 << 27), "{err}");
 }
+
+/// `__metadata__` is a map of strings to strings: the safetensors crate refuses any other value,
+/// and so does our reader, naming the key.
+#[test]
+fn metadata_values_that_are_not_strings_are_refused_as_the_crate_refuses_them() {
+    for (value, found) in
+        [("1", "a number"), ("{\"a\": \"b\"}", "an object"), ("null", "null"), ("[\"x\"]", "an array")]
+    {
+        let json = format!(
+            "{{\"__metadata__\":{{\"format\":\"pt\",\"step\":{value}}},\"{EMBED}\":{{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}}}"
+        );
+        let mut file = (json.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(json.as_bytes());
+        file.extend_from_slice(&[0u8; 16]);
+        assert!(SafeTensors::deserialize(&file).is_err(), "the crate accepts {value}");
+        match read("m.safetensors", file) {
+            Err(FormatError::MetadataNotString { key, found: f, .. }) => {
+                assert_eq!((key.as_str(), f), ("step", found));
+            }
+            other => panic!("{value}: {other:?}"),
+        }
+    }
+    // Strings stay fine.
+    let json = format!("{{\"__metadata__\":{{\"format\":\"pt\"}},\"{EMBED}\":{{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}}}");
+    let mut file = (json.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(json.as_bytes());
+    file.extend_from_slice(&[0u8; 16]);
+    assert!(SafeTensors::deserialize(&file).is_ok());
+    assert!(read("m.safetensors", file).is_ok());
+}

@@ -434,6 +434,7 @@ impl Compact {
             tensor: self.tensor,
             tensor_reason: self.tensor_reason,
             tensor_role,
+            quantised: crate::read::format::quantised_name(&self.dtype),
             dtype: self.dtype,
             rows: self.rows,
             dim: self.dim,

@@ -35,6 +35,10 @@ pub struct Report {
     #[serde(default)]
     pub tensor_role: TensorRole,
     pub dtype: String,
+    /// Whether `dtype` is a quantised type (ggml's blocks, MLX's affine groups, ONNX's
+    /// DequantizeLinear): ε is then that of the quantised weights, not of the model as trained.
+    #[serde(default)]
+    pub quantised: bool,
     /// V, rows of the tensor.
     pub rows: u64,
     /// d, columns of the tensor (d_model).
@@ -177,6 +181,7 @@ impl Report {
             tensor_reason: p.tensor_reason.to_string(),
             tensor_role: p.tensor_role,
             dtype: p.dtype.to_string(),
+            quantised: crate::read::format::quantised_name(p.dtype),
             rows: p.rows,
             dim: p.dim,
             rows_seen: p.counts.seen,

@@ -15,6 +15,9 @@ pub fn report(r: &Report) -> String {
     if let Some(note) = not_the_embedding(r) {
         let _ = writeln!(s, "NOTE: {note}");
     }
+    if let Some(note) = quantised_note(r) {
+        let _ = writeln!(s, "NOTE: {note}");
+    }
     let _ = writeln!(
         s,
         "rows used {} (dropped {}), pairs {}, {}",
@@ -113,4 +116,14 @@ pub fn not_the_embedding(r: &Report) -> Option<String> {
         "{} is {what}: its ε is not the paper's, and its class and capacity are not comparable with the paper's Table 1",
         r.tensor
     ))
+}
+
+/// What the card and the CLI say of a quantised tensor: its ε is that of the stored values.
+pub fn quantised_note(r: &Report) -> Option<String> {
+    r.quantised.then(|| {
+        format!(
+            "the weights are stored quantised ({}): this ε is that of the quantised values, which can differ from the model as trained",
+            r.dtype
+        )
+    })
 }

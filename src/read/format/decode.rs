@@ -56,6 +56,7 @@ pub fn decode_rows(raw: &[u8], dtype: &DType, dim: usize, out: &mut [f32]) -> Re
         }
         // Rows are whole blocks (checked above via bytes_for), so all rows decode in one pass.
         q if ggml::is_quantised(q) => ggml::dequantize(q, raw, out)?,
+        DType::MlxAffine(a) => super::mlx::dequantize(a, raw, out)?,
         other => return Err(DecodeError::Unsupported(other.name().to_string())),
     }
     Ok(())

@@ -4,6 +4,7 @@
 pub mod decode;
 pub mod ggml;
 pub mod gguf;
+pub mod mlx;
 pub mod npy;
 pub mod safetensors;
 pub mod set;
@@ -44,6 +45,9 @@ pub enum DType {
     Q5K,
     Q6K,
     Q8K,
+    /// MLX's affine quantisation (`mlx`): packed values with a scale and bias a group, read as
+    /// one [`Layout::Interleave`] view of the three stored tensors.
+    MlxAffine(mlx::Affine),
     /// A type this build does not know: listed, never decoded.
     Other(String),
 }
@@ -101,6 +105,7 @@ impl DType {
             DType::Q5K => "Q5_K",
             DType::Q6K => "Q6_K",
             DType::Q8K => "Q8_K",
+            DType::MlxAffine(a) => a.name(),
             DType::Other(s) => s,
         }
     }
@@ -125,6 +130,7 @@ impl DType {
             DType::Q5K => (256, 176),
             DType::Q6K => (256, 210),
             DType::Q8K => (256, 292),
+            DType::MlxAffine(a) => a.block(),
             DType::Other(_) => return None,
         })
     }
@@ -137,6 +143,12 @@ impl DType {
             return None;
         }
         (elems / per_block).checked_mul(block_bytes)
+    }
+
+    /// Whether the stored values are quantised (ggml's block types, MLX's affine groups): ε is
+    /// then that of the quantised weights, not of the model as trained.
+    pub fn is_quantised(&self) -> bool {
+        ggml::is_quantised(self) || matches!(self, DType::MlxAffine(_))
     }
 
     /// Whether [`decode::decode_rows`] can turn this type into `f32`.
@@ -155,6 +167,18 @@ impl DType {
                 | DType::Other(_)
         )
     }
+}
+
+/// Whether a type's name, as [`DType::name`] spells it, is a quantised type's: a report (and a
+/// permalink, which carries the name only) says so beside ε.
+pub fn quantised_name(name: &str) -> bool {
+    let ggml = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q8_K", "MXFP4"];
+    ggml.contains(&name)
+        || (name.starts_with('Q') && name.ends_with("_K"))
+        || name.starts_with("IQ")
+        || name.starts_with("TQ")
+        || name.starts_with("mlx-")
+        || name.contains("DequantizeLinear")
 }
 
 impl std::fmt::Display for DType {
@@ -304,6 +328,10 @@ pub enum FormatError {
     /// Start offset after end offset.
     #[error("{file}: tensor '{tensor}' has data_offsets [{start}, {end}], start after end")]
     BadOffsets { file: String, tensor: String, start: u64, end: u64 },
+    /// A safetensors `__metadata__` value that is not a string (the format allows only a map of
+    /// strings to strings, and the reference reader refuses anything else).
+    #[error("{file}: __metadata__ entry '{key}' is {found}, but safetensors metadata maps strings to strings only (the safetensors library refuses this file too; rewrite it with string values)")]
+    MetadataNotString { file: String, key: String, found: &'static str },
     /// Two safetensors tensors share bytes (the format requires each to start where the previous ends).
     #[error("{file}: tensors '{first}' (data_offsets [{}, {}]) and '{second}' (data_offsets [{}, {}]) overlap; in a safetensors file each tensor's bytes start where the previous one's end (corrupt or hostile file)", .first_offsets.0, .first_offsets.1, .second_offsets.0, .second_offsets.1)]
     OffsetsOverlap {

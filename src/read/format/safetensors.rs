@@ -140,7 +140,25 @@ impl<'de> Visitor<'de> for HeaderSeed<'_> {
         let mut tensors: Vec<TensorInfo> = Vec::new();
         while let Some(tensor) = map.next_key::<String>()? {
             if tensor == "__metadata__" {
-                map.next_value::<IgnoredAny>()?;
+                // The format (and the safetensors crate, which refuses the file) says a string to
+                // string map: a number or an object here is a broken writer, or a hostile file.
+                let metadata = map.next_value::<std::collections::BTreeMap<String, serde_json::Value>>()?;
+                if let Some((key, value)) = metadata.iter().find(|(_, v)| !v.is_string()) {
+                    let found = match value {
+                        serde_json::Value::Null => "null",
+                        serde_json::Value::Bool(_) => "a boolean",
+                        serde_json::Value::Number(_) => "a number",
+                        serde_json::Value::Array(_) => "an array",
+                        serde_json::Value::Object(_) => "an object",
+                        serde_json::Value::String(_) => "a string",
+                    };
+                    self.failure.set(Some(FormatError::MetadataNotString {
+                        file: self.name.to_string(),
+                        key: key.clone(),
+                        found,
+                    }));
+                    return Err(de::Error::custom("header refused"));
+                }
                 continue;
             }
             let entry = map.next_value::<Entry>()?;

@@ -27,7 +27,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{gguf, npy, read_model, sniff, FormatError, ModelInfo, ShapeHints, TensorInfo};
+use super::{gguf, mlx, npy, read_model, sniff, FormatError, ModelInfo, ShapeHints, TensorInfo};
 use crate::read::source::{base_name, ByteSource, MAX_JSON_BYTES};
 use crate::read::vocab;
 
@@ -195,6 +195,14 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
         (Some(index), Some(weight_map)) => read_indexed(sources, &roles, index, weight_map, &mut set)?,
         _ => read_unindexed(sources, &roles, &mut set)?,
     };
+
+    // MLX's quantised matrices: three stored tensors become one view (`mlx`). One whose shapes
+    // fit no quantisation keeps its U32 type, which then says why it cannot be analysed.
+    for refusal in mlx::combine(&mut set.tensors, config.quantization.as_ref(), config.hidden_size) {
+        if let Some(t) = set.tensors.iter_mut().find(|t| t.name == refusal.tensor) {
+            t.dtype = super::DType::Other(format!("U32 (MLX-quantised, but {})", refusal.reason));
+        }
+    }
 
     // `ignored` lists files in the order given.
     set.ignored.sort_by_key(|n| files.iter().position(|f| f == n));
@@ -374,6 +382,8 @@ struct ConfigHints {
     vocab_size: Option<u64>,
     hidden_size: Option<u64>,
     tied: Option<bool>,
+    /// MLX's `quantization` (bits and group size, per layer too).
+    quantization: Option<mlx::QuantConfig>,
 }
 
 fn read_config(source: &dyn ByteSource, name: &str) -> Result<ConfigHints, FormatError> {
@@ -390,6 +400,7 @@ fn read_config(source: &dyn ByteSource, name: &str) -> Result<ConfigHints, Forma
         vocab_size: get(&["vocab_size"]).and_then(|v| v.as_u64()),
         hidden_size: get(&["hidden_size", "n_embd", "d_model"]).and_then(|v| v.as_u64()),
         tied: get(&["tie_word_embeddings"]).and_then(|v| v.as_bool()),
+        quantization: mlx::QuantConfig::from_config(&value),
     })
 }
 

@@ -107,8 +107,11 @@ pub fn Headline(
     let not_embedding = text::not_the_embedding(&r).map(
         |note| view! { <p class="warning" data-testid="not-embedding">{format!("Not the paper's ε: {note}.")}</p> },
     );
+    let quantised = text::quantised_note(&r)
+        .map(|note| view! { <p class="note" data-testid="quantised">{format!("Quantised: {note}.")}</p> });
     view! {
         {not_embedding}
+        {quantised}
         <div class="headline">
             <div class="figure">
                 <h3>"ε, deviation from orthogonality"</h3>
