@@ -95,6 +95,28 @@ mod fixtures {
             #[arg(long, default_value_t = 1)]
             seed: u64,
         },
+        /// Write an mlx-lm model folder into DIR: model.safetensors with a quantised
+        /// model.embed_tokens (U32 weight, BF16 scales and biases) and config.json's quantization.
+        GenerateMlx {
+            dir: PathBuf,
+            #[arg(long, default_value_t = 4096)]
+            rows: usize,
+            #[arg(long, default_value_t = 512)]
+            dim: usize,
+            /// 2, 3, 4, 5, 6 or 8.
+            #[arg(long, default_value_t = 4)]
+            bits: u8,
+            /// 32, 64 or 128.
+            #[arg(long, default_value_t = 64)]
+            group: usize,
+            /// Leave out config.json (the reader then infers bits and group from the shapes).
+            #[arg(long)]
+            no_config: bool,
+            #[arg(long, default_value = "trained-like")]
+            kind: String,
+            #[arg(long, default_value_t = 1)]
+            seed: u64,
+        },
         /// Write one broken or hostile file per failure the reader must name.
         Hostile { dir: PathBuf },
         /// Write the malformed-file corpus: OUT/CASE/FILES for each case, and OUT/manifest.json
@@ -179,6 +201,19 @@ mod fixtures {
                 };
                 for (path, bytes) in paths.iter().zip(parts) {
                     write(path, &bytes)?;
+                }
+            }
+            Command::GenerateMlx { dir, rows, dim, bits, group, no_config, kind, seed } => {
+                use orthoscope::read::format::mlx::{BITS, GROUPS};
+                if !BITS.contains(&bits) || !GROUPS.contains(&(group as u32)) || dim % group != 0 {
+                    return Err(format!("--bits {bits} --group {group} --dim {dim}: MLX stores 2, 3, 4, 5, 6 or 8 bits in groups of 32, 64 or 128 dividing d"));
+                }
+                let values = demo::generate(&kind, rows, dim, seed)?;
+                create_dir(&dir)?;
+                for (name, bytes) in
+                    orthoscope::fixtures::mlx_writer::model(&values, rows, dim, bits, group, !no_config)
+                {
+                    write(&dir.join(name), &bytes)?;
                 }
             }
             Command::Hostile { dir } => {

@@ -142,7 +142,9 @@ const CLI = join(ROOT, "target/release/orthoscope");
 /** The same CLI with the fixture writers (cargo feature `fixtures`), a test tool never shipped. */
 const FIXTURE_CLI = join(ROOT, "target/release/orthoscope-fixtures");
 /** Subcommands only the fixture CLI has. */
-const FIXTURE_COMMANDS = new Set(["generate-sparse", "generate-shards", "generate-gguf", "hostile", "corpus"]);
+const FIXTURE_COMMANDS = new Set([
+  "generate-sparse", "generate-shards", "generate-gguf", "generate-torch", "generate-npz", "generate-mlx", "hostile", "corpus",
+]);
 
 /** Runs the native CLI (built by scripts/test.sh) and returns stdout; fixture writers run from
  *  `orthoscope-fixtures` (`cargo build --release --features fixtures --bin orthoscope-fixtures`). */
