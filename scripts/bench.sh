@@ -7,10 +7,12 @@
 #            --skip-gpu (no GPU rows: the CLI's --gpu, the page's ?gpu=1, PyTorch with CUDA)
 #            --skip-scaling (no thread sweep: the CLI on 1, 2, 4, … all threads at d = 4096 and 8192)
 #            --scaling-only (only that sweep)
+#            --formats-only (only the readers: one matrix as BF16 safetensors, a torch zip, a compressed
+#            .npz, an MLX 4-bit folder, a BF16 and an IQ4_XS GGUF, each through the CLI; --formats-rows/-dim)
 # Makes target/bench/ (the file, a venv with NumPy from PyPI, results.jsonl). Times are single runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROWS=32000 DIM=4096 BROWSER=1 PAPER=1 GPU=1 SCALING=1 MAIN=1
+ROWS=32000 DIM=4096 BROWSER=1 PAPER=1 GPU=1 SCALING=1 MAIN=1 FORMATS=1 FROWS=16000 FDIM=2048
 while [ $# -gt 0 ]; do
   case "$1" in
     --rows) ROWS="$2"; shift 2 ;;
@@ -19,7 +21,10 @@ while [ $# -gt 0 ]; do
     --skip-paper) PAPER=0; shift ;;
     --skip-gpu) GPU=0; shift ;;
     --skip-scaling) SCALING=0; shift ;;
-    --scaling-only) MAIN=0; BROWSER=0; shift ;;
+    --scaling-only) MAIN=0; BROWSER=0; FORMATS=0; shift ;;
+    --formats-only) MAIN=0; BROWSER=0; SCALING=0; shift ;;
+    --formats-rows) FROWS="$2"; shift 2 ;;
+    --formats-dim) FDIM="$2"; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +41,47 @@ say "building the CLI and the page"
 cargo build --release --bin orthoscope >&2
 [ "$BROWSER" = 0 ] || trunk build --release >&2
 CLI=target/release/orthoscope
+
+if [ "$FORMATS" = 1 ]; then
+  # Each reader against the same matrix stored as BF16 safetensors (the GGUFs against a BF16 GGUF:
+  # both also hold an output.weight, whose sampled pass the job runs too). Wall time of analyze.
+  say "formats: one ${FROWS}×${FDIM} matrix in each format the readers take"
+  cargo build --release --features fixtures --bin orthoscope-fixtures >&2
+  FX=target/release/orthoscope-fixtures
+  FD="$OUT/formats-${FROWS}x${FDIM}"; mkdir -p "$FD"
+  common=(--rows "$FROWS" --dim "$FDIM" --seed 1)
+  [ -f "$FD/model.safetensors" ] || "$CLI" generate "$FD/model.safetensors" "${common[@]}" --dtype BF16 --kind trained-like >&2
+  [ -f "$FD/checkpoint.pt" ] || "$FX" generate-torch --out "$FD/checkpoint.pt" "${common[@]}" --dtype bf16 >&2
+  [ -f "$FD/params.npz" ] || "$FX" generate-npz --out "$FD/params.npz" "${common[@]}" --compressed >&2
+  [ -d "$FD/mlx-q4" ] || "$FX" generate-mlx "$FD/mlx-q4" "${common[@]}" --bits 4 --group 64 >&2
+  [ -f "$FD/model-BF16.gguf" ] || "$FX" generate-gguf "$FD/model-BF16.gguf" "${common[@]}" --type BF16 >&2
+  [ -f "$FD/model-IQ4_XS.gguf" ] || "$FX" generate-gguf "$FD/model-IQ4_XS.gguf" "${common[@]}" --type IQ4_XS >&2
+  FRES="$OUT/formats.jsonl"; : > "$FRES"
+  for threads in 1 "$CORES"; do
+    for entry in "bf16 safetensors:model.safetensors" "torch zip (bf16):checkpoint.pt" "npz (f32, deflated):params.npz" \
+                 "mlx 4-bit folder:mlx-q4" "gguf BF16:model-BF16.gguf" "gguf IQ4_XS:model-IQ4_XS.gguf"; do
+      label=${entry%%:*}; path="$FD/${entry#*:}"
+      start=$(date +%s.%N)
+      "$CLI" analyze "$path" --json --threads "$threads" > "$OUT/formats-run.json"
+      end=$(date +%s.%N)
+      python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(json.dumps({"format": sys.argv[2], "threads": int(sys.argv[3]), "seconds": float(sys.argv[5]) - float(sys.argv[4]),
+                  "dtype": r["dtype"], "epsilon": r["epsilon"]}))' "$OUT/formats-run.json" "$label" "$threads" "$start" "$end" >> "$FRES"
+    done
+  done
+  python3 - "$FRES" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("\n| format | dtype | threads | wall (s) | ÷ its BF16 baseline | ε |")
+print("|---|---|---:|---:|---:|---|")
+for r in rows:
+    base = "gguf BF16" if r["format"].startswith("gguf") else "bf16 safetensors"
+    b = next(o for o in rows if o["format"] == base and o["threads"] == r["threads"])
+    print(f"| {r['format']} | {r['dtype']} | {r['threads']} | {r['seconds']:.2f} | {r['seconds'] / b['seconds']:.2f}× | {r['epsilon']:.6f} |")
+PY
+fi
 
 if [ "$SCALING" = 1 ]; then
   # The thread sweep: how the CPU pass scales with the cores at the widths where the memory budget
