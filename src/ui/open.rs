@@ -42,7 +42,7 @@ pub fn OpenPanel(
             <div class="pick-row">
             <label class="pick">
                 <span>"Drop a model file (or all shards with their index) anywhere on this page, or choose:"</span>
-                <input type="file" data-testid="file-input" multiple accept=".safetensors,.gguf,.npy,.json" on:change=on_change />
+                <input type="file" data-testid="file-input" multiple on:change=on_change />
             </label>
             <label class="pick folder">
                 <span>"… or a whole model folder:"</span>
@@ -50,7 +50,7 @@ pub fn OpenPanel(
             </label>
             </div>
             <super::url_form::UrlForm state=state />
-            <p class="hint">".safetensors (any size; sharded with model.safetensors.index.json), .gguf (F32/F16/BF16 and Q4_0…Q8_K), .npy. Only the header and the embedding's bytes are read; nothing is uploaded."</p>
+            <p class="hint">".safetensors (any size; sharded with model.safetensors.index.json; MLX's 2–8-bit models too), .gguf (every type llama.cpp writes, IQ and K quants included), PyTorch checkpoints (.pt, .pth, .bin, .ckpt: read, never unpickled), .npz and .npy, ONNX (with its external data files). Only the headers and the embedding's bytes are read; nothing is uploaded."</p>
             <div class="demo-row">
                 <label for="demo-select">"Built-in demo:"</label>
                 <select id="demo-select" node_ref=demo_ref data-testid="demo-select" prop:value=move || state.demo.get()>
