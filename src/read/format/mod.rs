@@ -3,6 +3,9 @@
 
 pub mod decode;
 pub mod ggml;
+#[rustfmt::skip]
+pub mod ggml_grids;
+pub mod ggml_iq;
 pub mod gguf;
 pub mod npy;
 pub mod safetensors;
@@ -44,6 +47,19 @@ pub enum DType {
     Q5K,
     Q6K,
     Q8K,
+    /// ggml's lattice (IQ), ternary (TQ) and microscaling (MXFP4) block types.
+    IQ2XXS,
+    IQ2XS,
+    IQ3XXS,
+    IQ1S,
+    IQ4NL,
+    IQ3S,
+    IQ2S,
+    IQ4XS,
+    IQ1M,
+    TQ1_0,
+    TQ2_0,
+    MXFP4,
     /// A type this build does not know: listed, never decoded.
     Other(String),
 }
@@ -101,6 +117,18 @@ impl DType {
             DType::Q5K => "Q5_K",
             DType::Q6K => "Q6_K",
             DType::Q8K => "Q8_K",
+            DType::IQ2XXS => "IQ2_XXS",
+            DType::IQ2XS => "IQ2_XS",
+            DType::IQ3XXS => "IQ3_XXS",
+            DType::IQ1S => "IQ1_S",
+            DType::IQ4NL => "IQ4_NL",
+            DType::IQ3S => "IQ3_S",
+            DType::IQ2S => "IQ2_S",
+            DType::IQ4XS => "IQ4_XS",
+            DType::IQ1M => "IQ1_M",
+            DType::TQ1_0 => "TQ1_0",
+            DType::TQ2_0 => "TQ2_0",
+            DType::MXFP4 => "MXFP4",
             DType::Other(s) => s,
         }
     }
@@ -125,6 +153,19 @@ impl DType {
             DType::Q5K => (256, 176),
             DType::Q6K => (256, 210),
             DType::Q8K => (256, 292),
+            // gguf-py's GGML_QUANT_SIZES; QK4_NL = QK_MXFP4 = 32.
+            DType::IQ2XXS => (256, 66),
+            DType::IQ2XS => (256, 74),
+            DType::IQ3XXS => (256, 98),
+            DType::IQ1S => (256, 50),
+            DType::IQ4NL => (32, 18),
+            DType::IQ3S => (256, 110),
+            DType::IQ2S => (256, 82),
+            DType::IQ4XS => (256, 136),
+            DType::IQ1M => (256, 56),
+            DType::TQ1_0 => (256, 54),
+            DType::TQ2_0 => (256, 66),
+            DType::MXFP4 => (32, 17),
             DType::Other(_) => return None,
         })
     }
