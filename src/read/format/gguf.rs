@@ -377,7 +377,7 @@ pub fn read_gguf_windowed(
         .ok_or_else(|| FormatError::GgufBadAlignment { file: p.name.clone(), alignment: extra.alignment })?;
     extra.data_start = data_start;
 
-    let tensors = p.place_tensors(raw_tensors, data_start, file)?;
+    let tensors = p.place_tensors(raw_tensors, data_start, extra.alignment, file)?;
     let vocab_size = if !extra.tokens.is_empty() {
         Some(extra.tokens.len() as u64)
     } else {
@@ -394,6 +394,8 @@ pub fn read_gguf_windowed(
             tensors,
             vocab_size,
             vocab: extra.tokens.clone(),
+            split_no: extra.split_no,
+            split_count: extra.split_count,
             ..ModelInfo::default()
         },
         extra,
@@ -772,7 +774,13 @@ impl Parser<'_> {
     }
 
     /// Turns tensor infos into [`TensorInfo`]s with absolute, checked byte ranges.
-    fn place_tensors(&self, raw: Vec<RawTensor>, data_start: u64, file: usize) -> Result<Vec<TensorInfo>, FormatError> {
+    fn place_tensors(
+        &self,
+        raw: Vec<RawTensor>,
+        data_start: u64,
+        alignment: u64,
+        file: usize,
+    ) -> Result<Vec<TensorInfo>, FormatError> {
         let file_len = self.cur.len;
         // Starts of all tensors, sorted: a tensor of unknown type ends where the next one starts.
         let mut starts: Vec<u64> = raw.iter().filter_map(|t| data_start.checked_add(t.offset)).collect();
@@ -789,6 +797,15 @@ impl Parser<'_> {
             };
             let past_eof =
                 |end: u64| FormatError::PastEof { file: self.name.clone(), tensor: t.name.clone(), end, file_len };
+            // ggml places every tensor at a multiple of the alignment and refuses files that do not.
+            if !t.offset.is_multiple_of(alignment) {
+                return Err(FormatError::GgufMisalignedTensor {
+                    file: self.name.clone(),
+                    tensor: t.name.clone(),
+                    offset: t.offset,
+                    alignment,
+                });
+            }
             let start = data_start.checked_add(t.offset).ok_or_else(|| past_eof(u64::MAX))?;
             let end = match dtype.block() {
                 Some((per_block, _)) => {
