@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::rc::Rc;
 
-use orthoscope::fixtures::writers::{gguf_bytes, GgufTensor};
+use orthoscope::fixtures::writers::{gguf_bytes, gguf_model_seeded, GgufTensor};
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::format::gguf::GGML_TYPES;
 use orthoscope::read::format::{ggml, DType};
@@ -162,4 +162,20 @@ fn the_committed_grids_are_what_the_generator_writes() {
     let committed = std::fs::read_to_string(Path::new(ROOT).join("src/read/format/ggml_grids.rs")).unwrap();
     assert!(generated == committed, "src/read/format/ggml_grids.rs differs from scripts/gen_ggml_grids.py's output; regenerate it");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn generated_gguf_models_of_the_new_types_read_as_finite_rows() {
+    // What `orthoscope-fixtures generate-gguf --type IQ4_XS` (or any type without a quantiser) writes.
+    let (rows, dim) = (64usize, 512usize);
+    let values = vec![0.01f32; rows * dim];
+    for (_, dtype) in GGML_TYPES.iter().filter(|(id, _)| matches!(id, 16..=23 | 29 | 34 | 35 | 39)) {
+        let parts = gguf_model_seeded(&values, &values, rows, dim, dtype, 1, 7).unwrap_or_else(|| panic!("{dtype}"));
+        let sources: Vec<Rc<dyn ByteSource>> =
+            parts.into_iter().map(|b| Rc::new(SliceSource::new("m.gguf", b)) as Rc<dyn ByteSource>).collect();
+        let (job, _) = Job::open(sources, None, AnalysisConfig::default()).unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        let report = job.run().unwrap().report(0.0).unwrap();
+        assert_eq!((report.dtype.as_str(), report.rows_used), (dtype.name(), rows as u64), "{dtype}");
+        assert!(report.mu.is_finite() && report.sigma.is_finite(), "{dtype}");
+    }
 }
