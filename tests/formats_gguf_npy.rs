@@ -11,6 +11,7 @@ use orthoscope::fixtures::synth;
 use orthoscope::fixtures::writers::{gguf_bytes, npy_bytes, quantize, GgufTensor, GgufWriter, QUANT_TYPES};
 use orthoscope::read::format::decode::{decode_rows, DecodeError};
 use orthoscope::read::format::gguf::{self, read_gguf, GgufType, GgufValue, MAX_KEPT_ARRAY};
+use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::{npy, read_model, safetensors, DType, FormatError};
 use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
 use proptest::prelude::*;
@@ -500,13 +501,13 @@ fn gguf_unknown_ggml_types_are_listed_and_refused_by_name() {
     let tensors = [
         GgufTensor::new("token_embd.weight", DType::F32, &[2, 4], vec![0; 32]),
         GgufTensor::with_type_id("odd", 99, &[7], vec![1; 10]),
-        GgufTensor::with_type_id("iq", 16, &[256], vec![2; 66]),
+        GgufTensor::with_type_id("nv", 40, &[256], vec![2; 66]),
     ];
     let bytes = gguf_bytes(3, &tensors, &[]);
     let len = bytes.len() as u64;
     let info = read_model(&SliceSource::new("u.gguf", bytes), 0).unwrap();
     assert_eq!(info.tensors[1].dtype, DType::Other("ggml type 99".into()));
-    assert_eq!(info.tensors[2].dtype, DType::Other("ggml type 16 (IQ2_XXS)".into()));
+    assert_eq!(info.tensors[2].dtype, DType::Other("ggml type 40 (NVFP4)".into()));
     // A type of unknown size spans to the next tensor (or the end of the file).
     assert_eq!(info.tensors[1].byte_range.1, info.tensors[2].byte_range.0);
     assert_eq!(info.tensors[2].byte_range.1, len);
@@ -683,7 +684,7 @@ fn gguf_bad_tensor_infos() {
     assert!(matches!(e, FormatError::PastEof { ref tensor, .. } if tensor == "token_embd.weight"), "{e:?}");
     // Offset so large the absolute position overflows.
     let mut w = GgufWriter::new();
-    w.header(3, 1, 0).tensor_info("t", &[4], 0, u64::MAX - 8);
+    w.header(3, 1, 0).tensor_info("t", &[4], 0, u64::MAX - 31);
     assert!(matches!(err_of(w.bytes), FormatError::PastEof { end: u64::MAX, .. }));
     // Five dimensions.
     let mut w = GgufWriter::new();
@@ -701,6 +702,77 @@ fn gguf_bad_tensor_infos() {
     let mut w = GgufWriter::new();
     w.header(3, 2, 0).tensor_info("t", &[4], 0, 0).tensor_info("t", &[4], 0, 32).pad_to(32).raw(&[0; 64]);
     assert!(matches!(err_of(w.bytes), FormatError::GgufDuplicateTensor { .. }));
+}
+
+#[test]
+fn gguf_tensor_offsets_must_keep_the_alignment() {
+    // ggml's gguf_init_from_file: "tensor '%s' has offset %llu, expected a multiple of %zu".
+    let mut w = GgufWriter::new();
+    w.header(3, 2, 0).tensor_info("a", &[8], 0, 0).tensor_info("token_embd.weight", &[4, 8], 0, 48).pad_to(32);
+    w.raw(&[0; 256]);
+    assert_eq!(
+        err_of(w.bytes),
+        FormatError::GgufMisalignedTensor { file: "h.gguf".into(), tensor: "token_embd.weight".into(), offset: 48, alignment: 32 }
+    );
+    // The alignment is the file's own: 48 is fine at 16, and 16 is not at 64.
+    let align = |a: u32| ("general.alignment", GgufValue::U32(a));
+    for (alignment, offset, ok) in [(16u32, 48u64, true), (64, 16, false), (64, 128, true)] {
+        let mut w = GgufWriter::new();
+        w.header(3, 1, 1).kv(align(alignment).0, &align(alignment).1);
+        w.tensor_info("t", &[4], 0, offset).pad_to(alignment.into()).raw(&[0; 256]);
+        let r = read_gguf(&SliceSource::new("h.gguf", w.bytes), 0);
+        assert_eq!(r.is_ok(), ok, "alignment {alignment}, offset {offset}: {r:?}");
+        if !ok {
+            assert!(matches!(r.unwrap_err(), FormatError::GgufMisalignedTensor { alignment: a, offset: o, .. } if a == alignment as u64 && o == offset));
+        }
+    }
+}
+
+/// A split part: `split.no` / `split.count` metadata as given, one small F32 tensor named after it.
+fn split_part(tensor: &str, no: Option<u16>, count: Option<u16>) -> Vec<u8> {
+    let mut meta = Vec::new();
+    if let Some(no) = no {
+        meta.push(("split.no", GgufValue::U16(no)));
+    }
+    if let Some(count) = count {
+        meta.push(("split.count", GgufValue::U16(count)));
+    }
+    gguf_bytes(3, &[GgufTensor::new(tensor, DType::F32, &[2, 4], vec![0; 32])], &meta)
+}
+
+fn set_err(parts: &[(&str, Vec<u8>)]) -> FormatError {
+    let sources: Vec<SliceSource> = parts.iter().map(|(n, b)| SliceSource::new(*n, b.clone())).collect();
+    let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s as &dyn ByteSource).collect();
+    read_model_set(&refs).map(|_| ()).unwrap_err()
+}
+
+#[test]
+fn split_gguf_metadata_must_agree_with_itself_and_the_names() {
+    let (a, b) = ("m-00001-of-00002.gguf", "m-00002-of-00002.gguf");
+    // Agreeing parts read.
+    let sources = [SliceSource::new(a, split_part("x", Some(0), Some(2))), SliceSource::new(b, split_part("y", Some(1), Some(2)))];
+    let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s as &dyn ByteSource).collect();
+    assert!(read_model_set(&refs).is_ok());
+    // split.count against the name's N.
+    assert_eq!(
+        set_err(&[(a, split_part("x", Some(0), Some(3))), (b, split_part("y", Some(1), Some(2)))]),
+        FormatError::SplitCountMismatchesName { file: a.into(), count: 3, name_count: 2 }
+    );
+    // split.no against the name's k (1-based in names, 0-based in metadata).
+    assert_eq!(
+        set_err(&[(a, split_part("x", Some(0), Some(2))), (b, split_part("y", Some(0), Some(2)))]),
+        FormatError::SplitNoMismatchesName { file: b.into(), no: 0, name_no: 2 }
+    );
+    // Parts read together whose split.count differ, whatever their names.
+    assert_eq!(
+        set_err(&[("a.gguf", split_part("x", None, Some(2))), ("b.gguf", split_part("y", None, Some(3)))]),
+        FormatError::SplitCountMetadataDisagree {
+            first: "a.gguf".into(),
+            first_count: 2,
+            second: "b.gguf".into(),
+            second_count: 3
+        }
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

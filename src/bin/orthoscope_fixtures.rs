@@ -23,7 +23,8 @@ mod fixtures {
 
     use clap::{Parser, Subcommand};
     use orthoscope::fixtures::synth;
-    use orthoscope::fixtures::writers::{gguf_model, QUANT_TYPES};
+    use orthoscope::fixtures::writers::{gguf_model_seeded, QUANT_TYPES};
+    use orthoscope::read::format::gguf::GGML_TYPES;
     use orthoscope::read::demo;
     use orthoscope::read::format::DType;
 
@@ -188,7 +189,7 @@ mod fixtures {
                 }
                 let values = demo::generate(&kind, rows, dim, seed)?;
                 let output = demo::random_init(rows, dim, seed.wrapping_add(1));
-                let parts = gguf_model(&values, &output, rows, dim, &dtype, split)
+                let parts = gguf_model_seeded(&values, &output, rows, dim, &dtype, split, seed)
                     .ok_or_else(|| format!("cannot write tensors of type {} ({rows} × {dim})", dtype.name()))?;
                 let paths: Vec<PathBuf> = if split == 1 {
                     vec![out.clone()]
@@ -249,11 +250,11 @@ mod fixtures {
     /// A type the GGUF writer encodes, by its ggml name (Q8_0, Q6_K, F16, …).
     fn ggml_dtype(name: &str) -> Result<DType, String> {
         let upper = name.to_uppercase();
-        let quant = QUANT_TYPES.iter().find(|d| d.name() == upper).cloned();
+        let quant = GGML_TYPES.iter().map(|(_, d)| d).chain(&QUANT_TYPES).find(|d| d.name() == upper).cloned();
         match quant.unwrap_or_else(|| DType::from_safetensors(&upper)) {
             d @ (DType::F32 | DType::F16 | DType::BF16 | DType::F64) => Ok(d),
             d if d.block().is_some() && d.is_float() => Ok(d),
-            _ => Err(format!("--type {name}: write one of F32, F16, BF16, F64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K")),
+            _ => Err(format!("--type {name}: write one of F32, F16, BF16, F64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, or (as random valid blocks) IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, IQ1_M, TQ1_0, TQ2_0, MXFP4")),
         }
     }
 }

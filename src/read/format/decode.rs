@@ -124,6 +124,18 @@ mod tests {
             DType::Q5K,
             DType::Q6K,
             DType::Q8K,
+            DType::IQ2XXS,
+            DType::IQ2XS,
+            DType::IQ3XXS,
+            DType::IQ1S,
+            DType::IQ4NL,
+            DType::IQ3S,
+            DType::IQ2S,
+            DType::IQ4XS,
+            DType::IQ1M,
+            DType::TQ1_0,
+            DType::TQ2_0,
+            DType::MXFP4,
         ];
         let dim = 512;
         for dtype in dtypes {

@@ -1,5 +1,7 @@
 //! Dequantisation of ggml block-quantised rows to `f32`.
 //!
+//! The lattice, ternary and MXFP4 types decode in [`super::ggml_iq`]; this module dispatches them.
+//!
 //! Every type stores a fixed number of elements per block in a fixed number of bytes
 //! ([`DType::block`]), so any whole number of blocks decodes independently of the rest of the file.
 //! Layouts follow ggml's `ggml-common.h` (the `block_*` structs) and the arithmetic follows
@@ -11,6 +13,7 @@
 
 use half::f16;
 
+use super::ggml_iq;
 use super::DType;
 use super::DecodeError;
 
@@ -29,6 +32,18 @@ pub fn is_quantised(dtype: &DType) -> bool {
             | DType::Q5K
             | DType::Q6K
             | DType::Q8K
+            | DType::IQ2XXS
+            | DType::IQ2XS
+            | DType::IQ3XXS
+            | DType::IQ1S
+            | DType::IQ4NL
+            | DType::IQ3S
+            | DType::IQ2S
+            | DType::IQ4XS
+            | DType::IQ1M
+            | DType::TQ1_0
+            | DType::TQ2_0
+            | DType::MXFP4
     )
 }
 
@@ -58,6 +73,18 @@ pub fn dequantize(dtype: &DType, raw: &[u8], out: &mut [f32]) -> Result<(), Deco
         DType::Q5K => each_block(raw, out, q5_k),
         DType::Q6K => each_block(raw, out, q6_k),
         DType::Q8K => each_block(raw, out, q8_k),
+        DType::IQ2XXS => each_block(raw, out, ggml_iq::iq2_xxs),
+        DType::IQ2XS => each_block(raw, out, ggml_iq::iq2_xs),
+        DType::IQ3XXS => each_block(raw, out, ggml_iq::iq3_xxs),
+        DType::IQ1S => each_block(raw, out, ggml_iq::iq1_s),
+        DType::IQ4NL => each_block(raw, out, ggml_iq::iq4_nl),
+        DType::IQ3S => each_block(raw, out, ggml_iq::iq3_s),
+        DType::IQ2S => each_block(raw, out, ggml_iq::iq2_s),
+        DType::IQ4XS => each_block(raw, out, ggml_iq::iq4_xs),
+        DType::IQ1M => each_block(raw, out, ggml_iq::iq1_m),
+        DType::TQ1_0 => each_block(raw, out, ggml_iq::tq1_0),
+        DType::TQ2_0 => each_block(raw, out, ggml_iq::tq2_0),
+        DType::MXFP4 => each_block(raw, out, ggml_iq::mxfp4),
         other => return Err(DecodeError::Unsupported(other.name().to_string())),
     }
     Ok(())
@@ -73,7 +100,7 @@ fn each_block<const B: usize, const N: usize>(raw: &[u8], out: &mut [f32], f: fn
     }
 }
 
-fn half_at(b: &[u8], at: usize) -> f32 {
+pub(super) fn half_at(b: &[u8], at: usize) -> f32 {
     match (b.get(at), b.get(at + 1)) {
         (Some(&lo), Some(&hi)) => f16::from_le_bytes([lo, hi]).to_f32(),
         // Unreachable for the fixed offsets used below; a zero scale is the harmless fallback.

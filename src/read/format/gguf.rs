@@ -251,78 +251,64 @@ impl GgufExtra {
     }
 }
 
-/// The [`DType`] of a ggml tensor type id (`enum ggml_type` in ggml.h). Types without a decoder
-/// become [`DType::Other`], named so the refusal says which type it was.
+/// ggml tensor type ids (`enum ggml_type` in ggml.h, `GGMLQuantizationType` in gguf-py) of the
+/// types Orthoscope knows, both ways: [`dtype_from_ggml`] and [`ggml_type_of`] read this one table.
+pub const GGML_TYPES: [(u32, DType); 31] = [
+    (0, DType::F32),
+    (1, DType::F16),
+    (2, DType::Q4_0),
+    (3, DType::Q4_1),
+    (6, DType::Q5_0),
+    (7, DType::Q5_1),
+    (8, DType::Q8_0),
+    (10, DType::Q2K),
+    (11, DType::Q3K),
+    (12, DType::Q4K),
+    (13, DType::Q5K),
+    (14, DType::Q6K),
+    (15, DType::Q8K),
+    (16, DType::IQ2XXS),
+    (17, DType::IQ2XS),
+    (18, DType::IQ3XXS),
+    (19, DType::IQ1S),
+    (20, DType::IQ4NL),
+    (21, DType::IQ3S),
+    (22, DType::IQ2S),
+    (23, DType::IQ4XS),
+    (24, DType::I8),
+    (25, DType::I16),
+    (26, DType::I32),
+    (27, DType::I64),
+    (28, DType::F64),
+    (29, DType::IQ1M),
+    (30, DType::BF16),
+    (34, DType::TQ1_0),
+    (35, DType::TQ2_0),
+    (39, DType::MXFP4),
+];
+
+/// The [`DType`] of a ggml tensor type id. Types without a decoder become [`DType::Other`], named
+/// so the refusal says which type it was.
 pub fn dtype_from_ggml(id: u32) -> DType {
-    match id {
-        0 => DType::F32,
-        1 => DType::F16,
-        2 => DType::Q4_0,
-        3 => DType::Q4_1,
-        6 => DType::Q5_0,
-        7 => DType::Q5_1,
-        8 => DType::Q8_0,
-        10 => DType::Q2K,
-        11 => DType::Q3K,
-        12 => DType::Q4K,
-        13 => DType::Q5K,
-        14 => DType::Q6K,
-        15 => DType::Q8K,
-        24 => DType::I8,
-        25 => DType::I16,
-        26 => DType::I32,
-        27 => DType::I64,
-        28 => DType::F64,
-        30 => DType::BF16,
-        other => {
-            let known = match other {
-                4 => " (Q4_2, removed from ggml)",
-                5 => " (Q4_3, removed from ggml)",
-                9 => " (Q8_1)",
-                16 => " (IQ2_XXS)",
-                17 => " (IQ2_XS)",
-                18 => " (IQ3_XXS)",
-                19 => " (IQ1_S)",
-                20 => " (IQ4_NL)",
-                21 => " (IQ3_S)",
-                22 => " (IQ2_S)",
-                23 => " (IQ4_XS)",
-                29 => " (IQ1_M)",
-                31..=33 => " (Q4_0_N_M, removed from ggml)",
-                34 => " (TQ1_0)",
-                35 => " (TQ2_0)",
-                39 => " (MXFP4)",
-                _ => "",
-            };
-            DType::Other(format!("ggml type {other}{known}"))
-        }
+    if let Some((_, dtype)) = GGML_TYPES.iter().find(|(i, _)| *i == id) {
+        return dtype.clone();
     }
+    let known = match id {
+        4 => " (Q4_2, removed from ggml)",
+        5 => " (Q4_3, removed from ggml)",
+        9 => " (Q8_1)",
+        31..=33 => " (Q4_0_N_M, removed from ggml)",
+        36..=38 => " (IQ4_NL_N_M, removed from ggml)",
+        40 => " (NVFP4)",
+        41 => " (Q1_0)",
+        _ => "",
+    };
+    DType::Other(format!("ggml type {id}{known}"))
 }
 
 /// The ggml type id of a [`DType`], for the types GGUF can store and Orthoscope writes.
 pub fn ggml_type_of(dtype: &DType) -> Option<u32> {
-    Some(match dtype {
-        DType::F32 => 0,
-        DType::F16 => 1,
-        DType::Q4_0 => 2,
-        DType::Q4_1 => 3,
-        DType::Q5_0 => 6,
-        DType::Q5_1 => 7,
-        DType::Q8_0 => 8,
-        DType::Q2K => 10,
-        DType::Q3K => 11,
-        DType::Q4K => 12,
-        DType::Q5K => 13,
-        DType::Q6K => 14,
-        DType::Q8K => 15,
-        DType::I8 => 24,
-        DType::I16 => 25,
-        DType::I32 => 26,
-        DType::I64 => 27,
-        DType::F64 => 28,
-        DType::BF16 => 30,
-        _ => return None,
-    })
+    GGML_TYPES.iter().find(|(_, d)| d == dtype).map(|(id, _)| *id)
 }
 
 /// Reads a GGUF header: the tensor list (shapes in row-major order, absolute byte ranges) and the
@@ -391,7 +377,7 @@ pub fn read_gguf_windowed(
         .ok_or_else(|| FormatError::GgufBadAlignment { file: p.name.clone(), alignment: extra.alignment })?;
     extra.data_start = data_start;
 
-    let tensors = p.place_tensors(raw_tensors, data_start, file)?;
+    let tensors = p.place_tensors(raw_tensors, data_start, extra.alignment, file)?;
     let vocab_size = if !extra.tokens.is_empty() {
         Some(extra.tokens.len() as u64)
     } else {
@@ -408,6 +394,8 @@ pub fn read_gguf_windowed(
             tensors,
             vocab_size,
             vocab: extra.tokens.clone(),
+            split_no: extra.split_no,
+            split_count: extra.split_count,
             ..ModelInfo::default()
         },
         extra,
@@ -786,7 +774,13 @@ impl Parser<'_> {
     }
 
     /// Turns tensor infos into [`TensorInfo`]s with absolute, checked byte ranges.
-    fn place_tensors(&self, raw: Vec<RawTensor>, data_start: u64, file: usize) -> Result<Vec<TensorInfo>, FormatError> {
+    fn place_tensors(
+        &self,
+        raw: Vec<RawTensor>,
+        data_start: u64,
+        alignment: u64,
+        file: usize,
+    ) -> Result<Vec<TensorInfo>, FormatError> {
         let file_len = self.cur.len;
         // Starts of all tensors, sorted: a tensor of unknown type ends where the next one starts.
         let mut starts: Vec<u64> = raw.iter().filter_map(|t| data_start.checked_add(t.offset)).collect();
@@ -803,6 +797,15 @@ impl Parser<'_> {
             };
             let past_eof =
                 |end: u64| FormatError::PastEof { file: self.name.clone(), tensor: t.name.clone(), end, file_len };
+            // ggml places every tensor at a multiple of the alignment and refuses files that do not.
+            if !t.offset.is_multiple_of(alignment) {
+                return Err(FormatError::GgufMisalignedTensor {
+                    file: self.name.clone(),
+                    tensor: t.name.clone(),
+                    offset: t.offset,
+                    alignment,
+                });
+            }
             let start = data_start.checked_add(t.offset).ok_or_else(|| past_eof(u64::MAX))?;
             let end = match dtype.block() {
                 Some((per_block, _)) => {

@@ -3,6 +3,9 @@
 
 pub mod decode;
 pub mod ggml;
+#[rustfmt::skip]
+pub mod ggml_grids;
+pub mod ggml_iq;
 pub mod gguf;
 pub mod mlx;
 pub mod npy;
@@ -45,6 +48,19 @@ pub enum DType {
     Q5K,
     Q6K,
     Q8K,
+    /// ggml's lattice (IQ), ternary (TQ) and microscaling (MXFP4) block types.
+    IQ2XXS,
+    IQ2XS,
+    IQ3XXS,
+    IQ1S,
+    IQ4NL,
+    IQ3S,
+    IQ2S,
+    IQ4XS,
+    IQ1M,
+    TQ1_0,
+    TQ2_0,
+    MXFP4,
     /// MLX's affine quantisation (`mlx`): packed values with a scale and bias a group, read as
     /// one [`Layout::Interleave`] view of the three stored tensors.
     MlxAffine(mlx::Affine),
@@ -105,6 +121,18 @@ impl DType {
             DType::Q5K => "Q5_K",
             DType::Q6K => "Q6_K",
             DType::Q8K => "Q8_K",
+            DType::IQ2XXS => "IQ2_XXS",
+            DType::IQ2XS => "IQ2_XS",
+            DType::IQ3XXS => "IQ3_XXS",
+            DType::IQ1S => "IQ1_S",
+            DType::IQ4NL => "IQ4_NL",
+            DType::IQ3S => "IQ3_S",
+            DType::IQ2S => "IQ2_S",
+            DType::IQ4XS => "IQ4_XS",
+            DType::IQ1M => "IQ1_M",
+            DType::TQ1_0 => "TQ1_0",
+            DType::TQ2_0 => "TQ2_0",
+            DType::MXFP4 => "MXFP4",
             DType::MlxAffine(a) => a.name(),
             DType::Other(s) => s,
         }
@@ -130,6 +158,19 @@ impl DType {
             DType::Q5K => (256, 176),
             DType::Q6K => (256, 210),
             DType::Q8K => (256, 292),
+            // gguf-py's GGML_QUANT_SIZES; QK4_NL = QK_MXFP4 = 32.
+            DType::IQ2XXS => (256, 66),
+            DType::IQ2XS => (256, 74),
+            DType::IQ3XXS => (256, 98),
+            DType::IQ1S => (256, 50),
+            DType::IQ4NL => (32, 18),
+            DType::IQ3S => (256, 110),
+            DType::IQ2S => (256, 82),
+            DType::IQ4XS => (256, 136),
+            DType::IQ1M => (256, 56),
+            DType::TQ1_0 => (256, 54),
+            DType::TQ2_0 => (256, 66),
+            DType::MXFP4 => (32, 17),
             DType::MlxAffine(a) => a.block(),
             DType::Other(_) => return None,
         })
@@ -280,6 +321,12 @@ pub struct ModelInfo {
     /// views that name tokens; never sent with the tensor list.
     #[serde(default, skip_serializing)]
     pub vocab: Vec<String>,
+    /// GGUF `split.no` (0-based) and `split.count` when the file says so: checked against each other
+    /// and the file names when parts of a split are read together.
+    #[serde(default, skip_serializing)]
+    pub split_no: Option<u64>,
+    #[serde(default, skip_serializing)]
+    pub split_count: Option<u64>,
 }
 
 /// Why rows could not be decoded.
@@ -385,6 +432,10 @@ pub enum FormatError {
     /// an element count that overflows.
     #[error("{file}: tensor '{tensor}': ggml shape ne={ne:?} of type {dtype}: {reason}")]
     GgufBadShape { file: String, tensor: String, ne: Vec<u64>, dtype: String, reason: String },
+    /// A tensor's data offset is not a multiple of `general.alignment` (ggml's `gguf_init_from_file`
+    /// refuses such a file: "tensor '%s' has offset %llu, expected a multiple of %zu").
+    #[error("{file}: tensor '{tensor}' has offset {offset}, expected a multiple of general.alignment = {alignment} (a corrupt or hand-edited GGUF header; ggml refuses it too)")]
+    GgufMisalignedTensor { file: String, tensor: String, offset: u64, alignment: u64 },
     /// Two GGUF tensor infos share a name, so the embedding could not be told apart.
     #[error("{file}: tensor '{tensor}' is listed twice in the GGUF header")]
     GgufDuplicateTensor { file: String, tensor: String },
@@ -429,6 +480,16 @@ pub enum FormatError {
     /// Two parts of one split model state different numbers of parts in their names.
     #[error("{first} says the model has {first_count} parts but {second} says {second_count}: these parts come from different splits of the model; give the parts of one")]
     SplitCountsDisagree { first: String, first_count: u64, second: String, second_count: u64 },
+    /// Two parts of one split GGUF model carry different `split.count` metadata.
+    #[error("{first} has split.count = {first_count} but {second} has split.count = {second_count}: these parts come from different splits of the model; give the parts of one")]
+    SplitCountMetadataDisagree { first: String, first_count: u64, second: String, second_count: u64 },
+    /// A split GGUF part's `split.count` metadata differs from the N of its `-0000k-of-0000N` name.
+    #[error("{file}: split.count = {count} in its metadata, but its name says {name_count} parts (a renamed part, or a part of another split); rename it to what its metadata says or give the right part")]
+    SplitCountMismatchesName { file: String, count: u64, name_count: u64 },
+    /// A split GGUF part's `split.no` metadata (0-based) is not its name's k − 1 (llama.cpp refuses
+    /// it: "invalid split file idx").
+    #[error("{file}: split.no = {no} in its metadata makes it part {} of the split, but its name says part {name_no} (a renamed part); rename it to what its metadata says", .no.saturating_add(1))]
+    SplitNoMismatchesName { file: String, no: u64, name_no: u64 },
     /// Two files given share the base name of a shard the index names, so either could be meant.
     #[error("two files named {name} were given ({first} and {second}); the index names one shard of that name, give only one")]
     DuplicateFile { name: String, first: String, second: String },

@@ -101,6 +101,7 @@ impl ModelSet {
             vocab_size: self.vocab_size,
             vocab: self.vocab.clone(),
             hints: self.hints,
+            ..ModelInfo::default()
         }
     }
 
@@ -538,6 +539,7 @@ fn read_unindexed(
             }
         }
     }
+    check_split_metadata(&infos, &set.files)?;
     // Without an index, the only hint of a missing part is a `-0000k-of-0000N` name.
     let given: BTreeSet<&str> = set.files.iter().map(String::as_str).collect();
     let mut missing = BTreeSet::new();
@@ -577,6 +579,11 @@ fn split_parts(name: &str) -> Option<Vec<String>> {
 
 /// `(PREFIX, .EXT, N)` of a `PREFIX-0000k-of-0000N.EXT` name, or `None` for other names.
 fn split_name(name: &str) -> Option<(&str, &str, u64)> {
+    split_name_no(name).map(|(prefix, ext, _, count)| (prefix, ext, count))
+}
+
+/// `(PREFIX, .EXT, k, N)` of a `PREFIX-0000k-of-0000N.EXT` name, or `None` for other names.
+fn split_name_no(name: &str) -> Option<(&str, &str, u64, u64)> {
     let dot = name.rfind('.')?;
     let (stem, ext) = name.split_at(dot);
     let (rest, count) = stem.rsplit_once("-of-")?;
@@ -585,7 +592,39 @@ fn split_name(name: &str) -> Option<(&str, &str, u64)> {
     if !digits(count) || !digits(no) {
         return None;
     }
-    Some((prefix, ext, count.parse().ok()?))
+    Some((prefix, ext, no.parse().ok()?, count.parse().ok()?))
+}
+
+/// What llama.cpp checks of a split GGUF's parts: each part's `split.count` and `split.no`
+/// metadata agree with its `-0000k-of-0000N` name, and all parts read together (named so or not)
+/// have the same `split.count`.
+fn check_split_metadata(infos: &[(usize, ModelInfo)], files: &[String]) -> Result<(), FormatError> {
+    let mut first: Option<(u64, &str)> = None;
+    for (i, info) in infos {
+        let Some(name) = files.get(*i) else { continue };
+        if let Some((_, _, name_no, name_count)) = split_name_no(name) {
+            if let Some(count) = info.split_count.filter(|&c| c != name_count) {
+                return Err(FormatError::SplitCountMismatchesName { file: name.clone(), count, name_count });
+            }
+            if let Some(no) = info.split_no.filter(|&n| n.checked_add(1) != Some(name_no)) {
+                return Err(FormatError::SplitNoMismatchesName { file: name.clone(), no, name_no });
+            }
+        }
+        let Some(count) = info.split_count else { continue };
+        match first {
+            Some((first_count, first_name)) if first_count != count => {
+                return Err(FormatError::SplitCountMetadataDisagree {
+                    first: first_name.to_string(),
+                    first_count,
+                    second: name.clone(),
+                    second_count: count,
+                });
+            }
+            Some(_) => {}
+            None => first = Some((count, name.as_str())),
+        }
+    }
+    Ok(())
 }
 
 /// The display format: the shards' own format, with their number when there are several.
