@@ -132,15 +132,25 @@ fn an_embedding_of_every_type_gives_numpys_statistics_over_gguf_pys_rows() {
         let want: Expected =
             serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap();
         let file = gguf_bytes(3, &[GgufTensor::new("token_embd.weight", dtype, &[rows, dim], data)], &[]);
-        let sources = vec![Rc::new(SliceSource::new(&format!("{name}.gguf"), file)) as Rc<dyn ByteSource>];
+        let sources = vec![Rc::new(SliceSource::new(format!("{name}.gguf"), file)) as Rc<dyn ByteSource>];
         let config = AnalysisConfig { precision: Precision::F64, ..Default::default() };
         let (job, _) = Job::open(sources, None, config).unwrap_or_else(|e| panic!("{name}: {e}"));
         let got = job.run().unwrap().report(0.0).unwrap();
         assert!(got.exact, "{name}");
         assert_eq!((got.rows_used, got.pairs, got.rows_dropped_zero), (want.rows_used, want.pairs, 1), "{name}");
         let err = (got.mu - want.mu).abs().max((got.sigma - want.sigma).abs()).max((got.epsilon - want.epsilon).abs());
-        assert!(err < 1e-9, "{name}: μ {} σ {} ε {} vs numpy μ {} σ {} ε {}", got.mu, got.sigma, got.epsilon, want.mu, want.sigma, want.epsilon);
-        report.push(format!("{name} ({}): μ {:.6} σ {:.6}, largest difference {err:.1e}", want.how, want.mu, want.sigma));
+        assert!(
+            err < 1e-9,
+            "{name}: μ {} σ {} ε {} vs numpy μ {} σ {} ε {}",
+            got.mu,
+            got.sigma,
+            got.epsilon,
+            want.mu,
+            want.sigma,
+            want.epsilon
+        );
+        report
+            .push(format!("{name} ({}): μ {:.6} σ {:.6}, largest difference {err:.1e}", want.how, want.mu, want.sigma));
     }
     println!("{}", report.join("\n"));
     let _ = std::fs::remove_dir_all(dir);
@@ -160,7 +170,10 @@ fn the_committed_grids_are_what_the_generator_writes() {
     assert!(status.success());
     let generated = std::fs::read_to_string(&out).unwrap();
     let committed = std::fs::read_to_string(Path::new(ROOT).join("src/read/format/ggml_grids.rs")).unwrap();
-    assert!(generated == committed, "src/read/format/ggml_grids.rs differs from scripts/gen_ggml_grids.py's output; regenerate it");
+    assert!(
+        generated == committed,
+        "src/read/format/ggml_grids.rs differs from scripts/gen_ggml_grids.py's output; regenerate it"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
