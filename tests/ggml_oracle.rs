@@ -192,3 +192,26 @@ fn generated_gguf_models_of_the_new_types_read_as_finite_rows() {
         assert!(report.mu.is_finite() && report.sigma.is_finite(), "{dtype}");
     }
 }
+
+#[test]
+fn ggml_type_ids_and_block_sizes_are_gguf_pys() {
+    let out = Command::new(python())
+        .args(["-c", "from gguf import GGML_QUANT_SIZES as S\nfor t, (b, n) in S.items(): print(t.name, int(t), b, n)"])
+        .current_dir(ROOT)
+        .output()
+        .expect("oracle python runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let theirs: Vec<(String, u32, u64, u64)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_string(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap())
+        })
+        .collect();
+    for (id, dtype) in &GGML_TYPES {
+        let (_, their_id, per_block, bytes) =
+            theirs.iter().find(|t| t.0 == dtype.name()).unwrap_or_else(|| panic!("gguf-py has no {dtype}"));
+        assert_eq!((id, dtype.block()), (their_id, Some((*per_block, *bytes))), "{dtype}");
+    }
+}
