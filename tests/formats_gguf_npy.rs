@@ -712,7 +712,12 @@ fn gguf_tensor_offsets_must_keep_the_alignment() {
     w.raw(&[0; 256]);
     assert_eq!(
         err_of(w.bytes),
-        FormatError::GgufMisalignedTensor { file: "h.gguf".into(), tensor: "token_embd.weight".into(), offset: 48, alignment: 32 }
+        FormatError::GgufMisalignedTensor {
+            file: "h.gguf".into(),
+            tensor: "token_embd.weight".into(),
+            offset: 48,
+            alignment: 32
+        }
     );
     // The alignment is the file's own: 48 is fine at 16, and 16 is not at 64.
     let align = |a: u32| ("general.alignment", GgufValue::U32(a));
@@ -723,7 +728,9 @@ fn gguf_tensor_offsets_must_keep_the_alignment() {
         let r = read_gguf(&SliceSource::new("h.gguf", w.bytes), 0);
         assert_eq!(r.is_ok(), ok, "alignment {alignment}, offset {offset}: {r:?}");
         if !ok {
-            assert!(matches!(r.unwrap_err(), FormatError::GgufMisalignedTensor { alignment: a, offset: o, .. } if a == alignment as u64 && o == offset));
+            assert!(
+                matches!(r.unwrap_err(), FormatError::GgufMisalignedTensor { alignment: a, offset: o, .. } if a == alignment as u64 && o == offset)
+            );
         }
     }
 }
@@ -750,7 +757,10 @@ fn set_err(parts: &[(&str, Vec<u8>)]) -> FormatError {
 fn split_gguf_metadata_must_agree_with_itself_and_the_names() {
     let (a, b) = ("m-00001-of-00002.gguf", "m-00002-of-00002.gguf");
     // Agreeing parts read.
-    let sources = [SliceSource::new(a, split_part("x", Some(0), Some(2))), SliceSource::new(b, split_part("y", Some(1), Some(2)))];
+    let sources = [
+        SliceSource::new(a, split_part("x", Some(0), Some(2))),
+        SliceSource::new(b, split_part("y", Some(1), Some(2))),
+    ];
     let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s as &dyn ByteSource).collect();
     assert!(read_model_set(&refs).is_ok());
     // split.count against the name's N.

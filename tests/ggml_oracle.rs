@@ -132,15 +132,25 @@ fn an_embedding_of_every_type_gives_numpys_statistics_over_gguf_pys_rows() {
         let want: Expected =
             serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap();
         let file = gguf_bytes(3, &[GgufTensor::new("token_embd.weight", dtype, &[rows, dim], data)], &[]);
-        let sources = vec![Rc::new(SliceSource::new(&format!("{name}.gguf"), file)) as Rc<dyn ByteSource>];
+        let sources = vec![Rc::new(SliceSource::new(format!("{name}.gguf"), file)) as Rc<dyn ByteSource>];
         let config = AnalysisConfig { precision: Precision::F64, ..Default::default() };
         let (job, _) = Job::open(sources, None, config).unwrap_or_else(|e| panic!("{name}: {e}"));
         let got = job.run().unwrap().report(0.0).unwrap();
         assert!(got.exact, "{name}");
         assert_eq!((got.rows_used, got.pairs, got.rows_dropped_zero), (want.rows_used, want.pairs, 1), "{name}");
         let err = (got.mu - want.mu).abs().max((got.sigma - want.sigma).abs()).max((got.epsilon - want.epsilon).abs());
-        assert!(err < 1e-9, "{name}: μ {} σ {} ε {} vs numpy μ {} σ {} ε {}", got.mu, got.sigma, got.epsilon, want.mu, want.sigma, want.epsilon);
-        report.push(format!("{name} ({}): μ {:.6} σ {:.6}, largest difference {err:.1e}", want.how, want.mu, want.sigma));
+        assert!(
+            err < 1e-9,
+            "{name}: μ {} σ {} ε {} vs numpy μ {} σ {} ε {}",
+            got.mu,
+            got.sigma,
+            got.epsilon,
+            want.mu,
+            want.sigma,
+            want.epsilon
+        );
+        report
+            .push(format!("{name} ({}): μ {:.6} σ {:.6}, largest difference {err:.1e}", want.how, want.mu, want.sigma));
     }
     println!("{}", report.join("\n"));
     let _ = std::fs::remove_dir_all(dir);
@@ -160,7 +170,10 @@ fn the_committed_grids_are_what_the_generator_writes() {
     assert!(status.success());
     let generated = std::fs::read_to_string(&out).unwrap();
     let committed = std::fs::read_to_string(Path::new(ROOT).join("src/read/format/ggml_grids.rs")).unwrap();
-    assert!(generated == committed, "src/read/format/ggml_grids.rs differs from scripts/gen_ggml_grids.py's output; regenerate it");
+    assert!(
+        generated == committed,
+        "src/read/format/ggml_grids.rs differs from scripts/gen_ggml_grids.py's output; regenerate it"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -177,5 +190,28 @@ fn generated_gguf_models_of_the_new_types_read_as_finite_rows() {
         let report = job.run().unwrap().report(0.0).unwrap();
         assert_eq!((report.dtype.as_str(), report.rows_used), (dtype.name(), rows as u64), "{dtype}");
         assert!(report.mu.is_finite() && report.sigma.is_finite(), "{dtype}");
+    }
+}
+
+#[test]
+fn ggml_type_ids_and_block_sizes_are_gguf_pys() {
+    let out = Command::new(python())
+        .args(["-c", "from gguf import GGML_QUANT_SIZES as S\nfor t, (b, n) in S.items(): print(t.name, int(t), b, n)"])
+        .current_dir(ROOT)
+        .output()
+        .expect("oracle python runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let theirs: Vec<(String, u32, u64, u64)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_string(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap())
+        })
+        .collect();
+    for (id, dtype) in &GGML_TYPES {
+        let (_, their_id, per_block, bytes) =
+            theirs.iter().find(|t| t.0 == dtype.name()).unwrap_or_else(|| panic!("gguf-py has no {dtype}"));
+        assert_eq!((id, dtype.block()), (their_id, Some((*per_block, *bytes))), "{dtype}");
     }
 }

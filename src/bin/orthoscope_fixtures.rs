@@ -24,8 +24,8 @@ mod fixtures {
     use clap::{Parser, Subcommand};
     use orthoscope::fixtures::synth;
     use orthoscope::fixtures::writers::{gguf_model_seeded, QUANT_TYPES};
-    use orthoscope::read::format::gguf::GGML_TYPES;
     use orthoscope::read::demo;
+    use orthoscope::read::format::gguf::GGML_TYPES;
     use orthoscope::read::format::DType;
 
     #[derive(Parser)]

@@ -12,8 +12,8 @@ use half::f16;
 
 use super::ggml::half_at;
 use super::ggml_grids::{
-    IQ1S_DELTA, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS,
-    KVALUES_IQ4NL, KVALUES_MXFP4,
+    IQ1S_DELTA, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS, KVALUES_IQ4NL,
+    KVALUES_MXFP4,
 };
 
 /// ggml's `kmask_iq2xs[j]` test: bit j of an 8-bit sign byte set means the element is negative.
