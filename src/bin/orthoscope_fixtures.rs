@@ -206,7 +206,7 @@ mod fixtures {
             }
             Command::GenerateMlx { dir, rows, dim, bits, group, no_config, kind, seed } => {
                 use orthoscope::read::format::mlx::{BITS, GROUPS};
-                if !BITS.contains(&bits) || !GROUPS.contains(&(group as u32)) || dim % group != 0 {
+                if !BITS.contains(&bits) || !GROUPS.contains(&(group as u32)) || !dim.is_multiple_of(group) {
                     return Err(format!("--bits {bits} --group {group} --dim {dim}: MLX stores 2, 3, 4, 5, 6 or 8 bits in groups of 32, 64 or 128 dividing d"));
                 }
                 let values = demo::generate(&kind, rows, dim, seed)?;

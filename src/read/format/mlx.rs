@@ -285,7 +285,7 @@ pub fn dequantize(a: &Affine, raw: &[u8], out: &mut [f32]) -> Result<(), DecodeE
     let packed = a.packed_bytes() as usize;
     let sb = a.scale.bytes() as usize;
     let bits = a.bits as usize;
-    if per_block == 0 || raw.len() % block_bytes != 0 || out.len() != raw.len() / block_bytes * per_block {
+    if per_block == 0 || !raw.len().is_multiple_of(block_bytes) || out.len() != raw.len() / block_bytes * per_block {
         return Err(DecodeError::Length { got: raw.len(), rows: 1, dim: out.len(), dtype: a.name().to_string() });
     }
     let mask = (1u32 << bits) - 1;
