@@ -48,9 +48,15 @@ pub enum DType {
     /// Signed bytes q read as `(q − zero_point) · scale` (an ONNX int8 initializer dequantised by
     /// `DequantizeLinear` with a per-tensor scale). The f32 scale is kept as its bits so the type
     /// stays `Eq`.
-    I8Affine { scale_bits: u32, zero_point: i32 },
+    I8Affine {
+        scale_bits: u32,
+        zero_point: i32,
+    },
     /// Unsigned bytes q read as `(q − zero_point) · scale` (ONNX uint8 with `DequantizeLinear`).
-    U8Affine { scale_bits: u32, zero_point: i32 },
+    U8Affine {
+        scale_bits: u32,
+        zero_point: i32,
+    },
     /// A type this build does not know: listed, never decoded.
     Other(String),
 }
@@ -310,7 +316,7 @@ pub struct ModelInfo {
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum DecodeError {
     /// The element type is not a floating-point type Orthoscope decodes.
-    #[error("dtype {0} cannot be analysed: Orthoscope reads F32, F16, BF16, F64, F8_E4M3, F8_E5M2 (and ggml quantised types in GGUF)")]
+    #[error("dtype {0} cannot be analysed: Orthoscope reads F32, F16, BF16, F64, F8_E4M3, F8_E5M2 (and ggml quantised types in GGUF, ONNX int8/uint8 with a per-tensor DequantizeLinear)")]
     Unsupported(String),
     /// The byte count does not match the row count (a bug in the caller, reported rather than panicking).
     #[error("internal: {got} bytes given for {rows} rows of {dim} {dtype} elements")]
@@ -479,7 +485,9 @@ pub enum FormatError {
     #[error("{file}: not a valid ONNX model: {what} at offset {offset}: {reason} (corrupt, or not an ONNX file)")]
     OnnxMalformed { file: String, offset: u64, what: String, reason: String },
     /// A count or length beyond a fixed sanity limit of the ONNX reader.
-    #[error("{file}: {what} at offset {offset} is {value}, over this reader's limit of {limit} (corrupt or hostile file)")]
+    #[error(
+        "{file}: {what} at offset {offset} is {value}, over this reader's limit of {limit} (corrupt or hostile file)"
+    )]
     OnnxOverLimit { file: String, offset: u64, what: String, value: u64, limit: u64 },
     /// An ONNX model without a graph: nothing holds tensors.
     #[error("{file}: an ONNX model with no graph, so no initializers to read (is it an ONNX file?)")]

@@ -149,7 +149,10 @@ enum Value {
     Fixed64,
     Fixed32,
     /// A length-delimited payload at `[start, end)`.
-    Len { start: u64, end: u64 },
+    Len {
+        start: u64,
+        end: u64,
+    },
 }
 
 impl<'a> Reader<'a> {
@@ -255,7 +258,11 @@ impl<'a> Reader<'a> {
                 Value::Len { start, end: *pos }
             }
             wire => {
-                return Err(self.malformed(at, what, format!("field {number} has wire type {wire}, which ONNX never uses")))
+                return Err(self.malformed(
+                    at,
+                    what,
+                    format!("field {number} has wire type {wire}, which ONNX never uses"),
+                ))
             }
         };
         Ok(Some(Field { number, at, value }))
@@ -296,13 +303,26 @@ impl<'a> Reader<'a> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Payload {
     None,
-    Raw { start: u64, end: u64 },
+    Raw {
+        start: u64,
+        end: u64,
+    },
     /// Packed `float_data` (little-endian f32) or `double_data` (f64).
-    Fixed { field: &'static str, start: u64, end: u64 },
+    Fixed {
+        field: &'static str,
+        start: u64,
+        end: u64,
+    },
     /// Packed varints (`int32_data`, `int64_data`, `uint64_data`).
-    Varints { field: &'static str, start: u64, end: u64 },
+    Varints {
+        field: &'static str,
+        start: u64,
+        end: u64,
+    },
     /// Values not in one run: unpacked, or in several fields.
-    Scattered { field: &'static str },
+    Scattered {
+        field: &'static str,
+    },
 }
 
 /// One `TensorProto` as read.
@@ -407,8 +427,14 @@ fn read_graph(r: &mut Reader, start: u64, end: u64, g: &mut Graph) -> Result<(),
 }
 
 fn read_node(r: &mut Reader, start: u64, end: u64) -> Result<Option<Node>, FormatError> {
-    let mut node =
-        Node { inputs: vec![], outputs: vec![], op_type: String::new(), domain: String::new(), axis: None, block_size: None };
+    let mut node = Node {
+        inputs: vec![],
+        outputs: vec![],
+        op_type: String::new(),
+        domain: String::new(),
+        axis: None,
+        block_size: None,
+    };
     let mut pos = start;
     while let Some(f) = r.field(&mut pos, end, "NodeProto")? {
         match f.number {
@@ -578,7 +604,8 @@ fn build(r: &mut Reader, graph: Graph, file: usize) -> Result<ModelInfo, FormatE
             }
             Err(why) => {
                 let q = if b.info.dtype == DType::I8 { "int8" } else { "uint8" };
-                b.info.dtype = DType::Other(format!("{q} with DequantizeLinear {why}, which Orthoscope does not read yet"));
+                b.info.dtype =
+                    DType::Other(format!("{q} with DequantizeLinear {why}, which Orthoscope does not read yet"));
             }
         }
     }
@@ -611,7 +638,8 @@ fn build(r: &mut Reader, graph: Graph, file: usize) -> Result<ModelInfo, FormatE
 }
 
 fn tensor_info(r: &mut Reader, t: &RawTensor, file: usize) -> Result<Built, FormatError> {
-    let bad = |reason: String| FormatError::OnnxBadTensor { file: r.file(), tensor: t.name.clone(), offset: t.at, reason };
+    let bad =
+        |reason: String| FormatError::OnnxBadTensor { file: r.file(), tensor: t.name.clone(), offset: t.at, reason };
     let (mut dtype, onnx_name) = onnx_dtype(t.data_type);
     let elems = t.dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
     let Some(elems) = elems else {
@@ -627,10 +655,9 @@ fn tensor_info(r: &mut Reader, t: &RawTensor, file: usize) -> Result<Built, Form
         layout: Layout::Contiguous,
     };
     let check = |len: u64, field: &str| match expected {
-        Some(e) if e != len => Err(bad(format!(
-            "dims {:?} of {onnx_name} need {e} bytes but its {field} holds {len}",
-            t.dims
-        ))),
+        Some(e) if e != len => {
+            Err(bad(format!("dims {:?} of {onnx_name} need {e} bytes but its {field} holds {len}", t.dims)))
+        }
         _ => Ok(()),
     };
     if t.data_location == EXTERNAL {
@@ -644,7 +671,9 @@ fn tensor_info(r: &mut Reader, t: &RawTensor, file: usize) -> Result<Built, Form
         })?;
         let number = |key: &str| -> Result<Option<u64>, FormatError> {
             get(key)
-                .map(|v| v.trim().parse::<u64>().map_err(|_| bad(format!("external_data {key} '{v}' is not a byte count"))))
+                .map(|v| {
+                    v.trim().parse::<u64>().map_err(|_| bad(format!("external_data {key} '{v}' is not a byte count")))
+                })
                 .transpose()
         };
         let offset = number("offset")?.unwrap_or(0);
@@ -698,7 +727,9 @@ fn check_location(location: &str) -> Result<(), String> {
         return Err("it is empty".into());
     }
     let bytes = location.as_bytes();
-    if location.starts_with(['/', '\\']) || (bytes.get(1) == Some(&b':') && bytes.first().is_some_and(u8::is_ascii_alphabetic)) {
+    if location.starts_with(['/', '\\'])
+        || (bytes.get(1) == Some(&b':') && bytes.first().is_some_and(u8::is_ascii_alphabetic))
+    {
         return Err("it is an absolute path".into());
     }
     if location.split(['/', '\\']).any(|part| part == "..") {
@@ -832,7 +863,11 @@ fn gather_of_input_ids<'g>(graph: &'g Graph, index: &HashMap<&str, usize>) -> Op
     // Shape ops and casts of input_ids are still the ids; a few hops at most.
     for _ in 0..MAX_ID_HOPS {
         let before = ids.len();
-        for n in graph.nodes.iter().filter(|n| matches!(n.op_type.as_str(), "Cast" | "Reshape" | "Unsqueeze" | "Squeeze" | "Flatten")) {
+        for n in graph
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.op_type.as_str(), "Cast" | "Reshape" | "Unsqueeze" | "Squeeze" | "Flatten"))
+        {
             if n.inputs.first().is_some_and(|i| ids.contains(i.as_str())) {
                 if let Some(o) = n.outputs.first() {
                     ids.insert(o.as_str());

@@ -620,7 +620,11 @@ fn place_external(
                 }
             }
             [first, second, ..] => {
-                return Err(FormatError::DuplicateFile { name: wanted.to_string(), first: full(*first), second: full(*second) })
+                return Err(FormatError::DuplicateFile {
+                    name: wanted.to_string(),
+                    first: full(*first),
+                    second: full(*second),
+                })
             }
         }
     }
