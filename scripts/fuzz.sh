@@ -13,7 +13,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index onnx)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
@@ -36,6 +36,9 @@ if [ ! -d "$seeds/safetensors_header" ]; then
   done
   rm -rf "$generated"
 fi
+# The ONNX target starts from the protobuf prefix sniff knows (ir_version 8, a producer, a graph).
+mkdir -p "$seeds/onnx"
+[ -f "$seeds/onnx/minimal" ] || printf '\x08\x08\x12\x07pytorch:\x02\x0a\x00' > "$seeds/onnx/minimal"
 
 cd fuzz
 mkdir -p logs

@@ -213,6 +213,12 @@ pub fn locate(model: &ModelInfo) -> Located {
         unembedding,
         candidates: candidates.clone(),
     };
+    // The model's graph says which tensor the token ids index (ONNX): surer than any name.
+    if let Some(hint) = &model.embedding_hint {
+        if let Some(&i) = candidates.iter().find(|&&i| name(i) == hint.tensor) {
+            return located(i, hint.reason.clone());
+        }
+    }
     if let Some(i) = find(EMBEDDING_NAMES).filter(|&i| role(i) == TensorRole::InputEmbedding) {
         return located(i, "known embedding name".into());
     }
@@ -324,7 +330,8 @@ pub fn choose(model: &ModelInfo, name: Option<&str>, file: &str) -> Result<(Tens
     let located = locate(model);
     located.embedding.and_then(|i| model.tensors.get(i)).map(|t| (t.clone(), located.reason.clone())).ok_or_else(|| {
         // A file whose only matrix-like tensor is broken should say so, not "no embedding".
-        match model.tensors.iter().find(|t| EMBEDDING_NAMES.contains(&t.name.as_str())) {
+        let hinted = model.embedding_hint.as_ref().and_then(|h| model.tensors.iter().find(|t| t.name == h.tensor));
+        match hinted.or_else(|| model.tensors.iter().find(|t| EMBEDDING_NAMES.contains(&t.name.as_str()))) {
             Some(t) => match t.matrix() {
                 None => LocateError::NotAMatrix { tensor: t.name.clone(), shape: t.shape.clone() },
                 Some((rows, dim)) if rows == 0 || dim == 0 => {
@@ -388,6 +395,12 @@ pub fn choose_in_set(set: &ModelSet, name: Option<&str>) -> Result<(TensorInfo, 
             }
         }
         return choose(&info, Some(name), &what);
+    }
+    // The tensor the graph names (ONNX) outranks every name.
+    if let Some(hint) = &set.embedding_hint {
+        if let Some(shard) = set.missing_shard_for(&hint.tensor) {
+            return Err(LocateError::MissingShard { tensor: hint.tensor.clone(), shard: shard.to_string() });
+        }
     }
     if let Some((tensor, shard, missing_rank)) = missing_embedding(set) {
         // Only a better-named embedding among the given shards overrides the missing one.

@@ -695,13 +695,14 @@ impl Analysis {
 
     /// Reads `count` rows from `first` into `self.decoded` (`count × dim` f32); returns how many
     /// were decoded: `count`, or 0 when every byte was zero. Zero bytes are zero rows in every dtype
-    /// (`decode::all_zero`), which the pass drops: skipping their decode and norms lets an all-zero
+    /// (`decode::all_zero`) but affine ones with a zero point (`DType::zero_bytes_are_zero`), which
+    /// the pass drops: skipping their decode and norms lets an all-zero
     /// tensor be refused at the speed of its reads.
     fn read_rows(&mut self, first: u64, count: usize) -> Result<usize, Error> {
         let start = self.tensor.byte_range.0 + first * self.row_bytes;
         self.raw.resize(count * self.row_bytes as usize, 0);
         self.source.read_at(start, &mut self.raw)?;
-        if all_zero(&self.raw) {
+        if self.tensor.dtype.zero_bytes_are_zero() && all_zero(&self.raw) {
             return Ok(0);
         }
         self.decoded.resize(count * self.dim, 0.0);

@@ -54,6 +54,19 @@ pub fn decode_rows(raw: &[u8], dtype: &DType, dim: usize, out: &mut [f32]) -> Re
                 *o = f16::from_bits((b as u16) << 8).to_f32();
             }
         }
+        DType::I8Affine { scale_bits, zero_point } => {
+            let scale = f32::from_bits(*scale_bits);
+            for (o, &q) in out.iter_mut().zip(raw) {
+                // |q − zp| ≤ 255 is exact in f32; one rounding, as ONNX's reference computes it.
+                *o = (i32::from(q as i8) - zero_point) as f32 * scale;
+            }
+        }
+        DType::U8Affine { scale_bits, zero_point } => {
+            let scale = f32::from_bits(*scale_bits);
+            for (o, &q) in out.iter_mut().zip(raw) {
+                *o = (i32::from(q) - zero_point) as f32 * scale;
+            }
+        }
         // Rows are whole blocks (checked above via bytes_for), so all rows decode in one pass.
         q if ggml::is_quantised(q) => ggml::dequantize(q, raw, out)?,
         DType::MlxAffine(a) => super::mlx::dequantize(a, raw, out)?,

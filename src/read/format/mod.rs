@@ -9,6 +9,7 @@ pub mod ggml_iq;
 pub mod gguf;
 pub mod mlx;
 pub mod npy;
+pub mod onnx;
 pub mod safetensors;
 pub mod set;
 pub mod sniff;
@@ -64,6 +65,18 @@ pub enum DType {
     /// MLX's affine quantisation (`mlx`): packed values with a scale and bias a group, read as
     /// one [`Layout::Interleave`] view of the three stored tensors.
     MlxAffine(mlx::Affine),
+    /// Signed bytes q read as `(q − zero_point) · scale` (an ONNX int8 initializer dequantised by
+    /// `DequantizeLinear` with a per-tensor scale). The f32 scale is kept as its bits so the type
+    /// stays `Eq`.
+    I8Affine {
+        scale_bits: u32,
+        zero_point: i32,
+    },
+    /// Unsigned bytes q read as `(q − zero_point) · scale` (ONNX uint8 with `DequantizeLinear`).
+    U8Affine {
+        scale_bits: u32,
+        zero_point: i32,
+    },
     /// A type this build does not know: listed, never decoded.
     Other(String),
 }
@@ -134,6 +147,8 @@ impl DType {
             DType::TQ2_0 => "TQ2_0",
             DType::MXFP4 => "MXFP4",
             DType::MlxAffine(a) => a.name(),
+            DType::I8Affine { .. } => "int8 (DequantizeLinear)",
+            DType::U8Affine { .. } => "uint8 (DequantizeLinear)",
             DType::Other(s) => s,
         }
     }
@@ -145,7 +160,13 @@ impl DType {
             DType::F64 | DType::U64 | DType::I64 => (1, 8),
             DType::F32 | DType::U32 | DType::I32 => (1, 4),
             DType::F16 | DType::BF16 | DType::U16 | DType::I16 => (1, 2),
-            DType::F8E4M3 | DType::F8E5M2 | DType::Bool | DType::U8 | DType::I8 => (1, 1),
+            DType::F8E4M3
+            | DType::F8E5M2
+            | DType::Bool
+            | DType::U8
+            | DType::I8
+            | DType::I8Affine { .. }
+            | DType::U8Affine { .. } => (1, 1),
             // ggml block layouts (ggml-common.h): QK4_0 = QK8_0 = 32, QK_K = 256.
             DType::Q4_0 => (32, 18),
             DType::Q4_1 => (32, 20),
@@ -186,10 +207,17 @@ impl DType {
         (elems / per_block).checked_mul(block_bytes)
     }
 
-    /// Whether the stored values are quantised (ggml's block types, MLX's affine groups): ε is
-    /// then that of the quantised weights, not of the model as trained.
+    /// Whether the stored values are quantised (ggml's block types, MLX's affine groups, ONNX's
+    /// DequantizeLinear): ε is then that of the quantised weights, not of the model as trained.
     pub fn is_quantised(&self) -> bool {
-        ggml::is_quantised(self) || matches!(self, DType::MlxAffine(_))
+        ggml::is_quantised(self)
+            || matches!(self, DType::MlxAffine(_) | DType::I8Affine { .. } | DType::U8Affine { .. })
+    }
+
+    /// Whether bytes that are all zero decode to a zero row ([`decode::all_zero`] lets the pass
+    /// skip them): true of every type but an affine one with a zero point other than 0.
+    pub fn zero_bytes_are_zero(&self) -> bool {
+        !matches!(self, DType::I8Affine { zero_point, .. } | DType::U8Affine { zero_point, .. } if *zero_point != 0)
     }
 
     /// Whether [`decode::decode_rows`] can turn this type into `f32`.
@@ -306,6 +334,26 @@ pub struct ShapeHints {
     pub tokenizer_tokens: Option<u64>,
 }
 
+/// The input embedding as a model's graph names it (ONNX: the data input of the `Gather` that
+/// reads `input_ids`), which [`crate::read::locate`] takes before any name rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbeddingHint {
+    /// The tensor's name, as in `ModelInfo::tensors`.
+    pub tensor: String,
+    /// Why it is the embedding, in words for the report.
+    pub reason: String,
+}
+
+/// A tensor whose bytes are in another file (ONNX external data): its `TensorInfo::byte_range`
+/// is in that file, and [`set`] finds the file among those given by `location`'s base name and
+/// sets `TensorInfo::file`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalData {
+    pub tensor: String,
+    /// The file as the model names it, relative to the model's folder.
+    pub location: String,
+}
+
 /// What a format reader found in one or more files.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelInfo {
@@ -327,13 +375,20 @@ pub struct ModelInfo {
     pub split_no: Option<u64>,
     #[serde(default, skip_serializing)]
     pub split_count: Option<u64>,
+    /// The input embedding as the model's graph names it (ONNX), consulted before names.
+    #[serde(default)]
+    pub embedding_hint: Option<EmbeddingHint>,
+    /// Tensors whose bytes are in another file, still to be placed by [`set`] (ONNX external
+    /// data); empty once a set is read.
+    #[serde(default)]
+    pub external: Vec<ExternalData>,
 }
 
 /// Why rows could not be decoded.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum DecodeError {
     /// The element type is not a floating-point type Orthoscope decodes.
-    #[error("dtype {0} cannot be analysed: Orthoscope reads F32, F16, BF16, F64, F8_E4M3, F8_E5M2 (and ggml quantised types in GGUF)")]
+    #[error("dtype {0} cannot be analysed: Orthoscope reads F32, F16, BF16, F64, F8_E4M3, F8_E5M2 (and ggml quantised types in GGUF, ONNX int8/uint8 with a per-tensor DequantizeLinear)")]
     Unsupported(String),
     /// The byte count does not match the row count (a bug in the caller, reported rather than panicking).
     #[error("internal: {got} bytes given for {rows} rows of {dim} {dtype} elements")]
@@ -350,7 +405,7 @@ pub enum FormatError {
     #[error("{file}: only {len} bytes long, too short to be a {format} file")]
     TooShort { file: String, format: &'static str, len: u64 },
     /// The file does not start like any supported format.
-    #[error("{file}: not a model file Orthoscope can read (starts with bytes {magic}); expected .safetensors, .gguf or .npy")]
+    #[error("{file}: not a model file Orthoscope can read (starts with bytes {magic}); expected .safetensors, .gguf, .npy or .onnx")]
     UnknownFormat { file: String, magic: String },
     /// The declared safetensors header is larger than the 100 MB limit.
     #[error("{file}: header claims {len} bytes, more than the {max}-byte limit (corrupt or hostile file)")]
@@ -506,13 +561,34 @@ pub enum FormatError {
     MixedFormats { files: String },
     /// Several files were given and none of them is a model file.
     #[error(
-        "none of the files given is a model file Orthoscope reads (.safetensors, .gguf, .npy); ignored: {ignored}"
+        "none of the files given is a model file Orthoscope reads (.safetensors, .gguf, .npy, .onnx); ignored: {ignored}"
     )]
     NoModelFiles { ignored: String },
     /// The file is of a kind Orthoscope does not read (a PyTorch checkpoint, an archive, a web page,
     /// a Git LFS pointer, …), recognised by its first bytes; `advice` says what to do instead.
     #[error("{file} is {kind}: {advice}")]
     Foreign { file: String, kind: sniff::ForeignKind, advice: String },
+    /// An ONNX file ends inside a field: it is shorter than its protobuf says.
+    #[error("{file}: ONNX file truncated: {what} at offset {offset} runs past the end of the file ({file_len} bytes); download it again")]
+    OnnxTruncated { file: String, offset: u64, what: String, file_len: u64 },
+    /// An ONNX file is not a valid protobuf `ModelProto` at some offset.
+    #[error("{file}: not a valid ONNX model: {what} at offset {offset}: {reason} (corrupt, or not an ONNX file)")]
+    OnnxMalformed { file: String, offset: u64, what: String, reason: String },
+    /// A count or length beyond a fixed sanity limit of the ONNX reader.
+    #[error(
+        "{file}: {what} at offset {offset} is {value}, over this reader's limit of {limit} (corrupt or hostile file)"
+    )]
+    OnnxOverLimit { file: String, offset: u64, what: String, value: u64, limit: u64 },
+    /// An ONNX model without a graph: nothing holds tensors.
+    #[error("{file}: an ONNX model with no graph, so no initializers to read (is it an ONNX file?)")]
+    OnnxNoGraph { file: String },
+    /// An ONNX initializer whose fields contradict each other (its data does not fit its dims, an
+    /// external-data entry that is not a number, a name listed twice).
+    #[error("{file}: ONNX initializer '{tensor}' (at offset {offset}) {reason}")]
+    OnnxBadTensor { file: String, tensor: String, offset: u64, reason: String },
+    /// An ONNX external-data location that does not name a file beside the model.
+    #[error("{file}: ONNX initializer '{tensor}' keeps its data in '{location}', which Orthoscope does not open: {why}; external data must be a file in the model's folder")]
+    OnnxExternalPath { file: String, tensor: String, location: String, why: String },
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -531,7 +607,8 @@ fn gguf_version_hint(version: u32) -> &'static str {
 
 /// Reads the header of a single model file, choosing the format by its first bytes: `GGUF` →
 /// [`gguf`], `\x93NUMPY` → [`npy`], a plausible safetensors length followed by `{` →
-/// [`safetensors`]. Anything else is first looked at by [`sniff`], so that a PyTorch checkpoint, an
+/// [`safetensors`], and by its name: a `.onnx` that sniff does not call foreign → [`onnx`].
+/// Anything else is first looked at by [`sniff`], so that a PyTorch checkpoint, an
 /// archive, a web page or a Git LFS pointer is named as such instead of being read as a
 /// safetensors length; what sniff does not recognise goes to [`safetensors`], whose own errors
 /// stand.
@@ -543,6 +620,7 @@ pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, For
     let n = len.min(buf.len() as u64) as usize;
     let head = buf.get_mut(..n).unwrap_or(&mut []);
     source.read_at(0, head)?;
+    let onnx_name = source.name().to_ascii_lowercase().ends_with(".onnx");
     if head.starts_with(gguf::MAGIC) {
         gguf::read_gguf(source, file).map(|(info, _)| info)
     } else if head.starts_with(npy::MAGIC) {
@@ -550,7 +628,16 @@ pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, For
     } else if plausible_safetensors(head, len) {
         safetensors::read_header(source, file)
     } else {
-        sniff::check(source)?;
+        // A protobuf has no magic: only a `.onnx` name makes it one (sniff's ONNX pattern under
+        // another name is refused with that advice). A `.onnx` that is an LFS pointer or a web
+        // page still gets sniff's word for it.
+        match sniff::sniff_source(source)? {
+            None | Some(FormatError::Foreign { kind: sniff::ForeignKind::Onnx, .. }) if onnx_name => {
+                return onnx::read_onnx(source, file)
+            }
+            Some(error) => return Err(error),
+            None => {}
+        }
         // A name that says GGUF or .npy is believed over the safetensors fallback: a damaged magic
         // then reads "not a GGUF file", not "header claims 14165034823 bytes" (found by the corpus).
         let name = source.name().to_ascii_lowercase();

@@ -27,7 +27,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{gguf, mlx, npy, read_model, sniff, FormatError, ModelInfo, ShapeHints, TensorInfo};
+use super::{gguf, mlx, npy, read_model, sniff, EmbeddingHint, FormatError, ModelInfo, ShapeHints, TensorInfo};
 use crate::read::source::{base_name, ByteSource, MAX_JSON_BYTES};
 use crate::read::vocab;
 
@@ -54,7 +54,7 @@ const NOT_INDEX_JSON: &[&str] = &[
 
 /// Extensions that mark a file as a model even if its first bytes are wrong, so a broken model
 /// file reports its own error instead of being ignored.
-const MODEL_EXTENSIONS: &[&str] = &[".safetensors", ".gguf", ".npy"];
+const MODEL_EXTENSIONS: &[&str] = &[".safetensors", ".gguf", ".npy", ".onnx"];
 
 /// Split names with more parts than this are not expanded into a list of missing files (a hostile
 /// name like `x-00001-of-99999.gguf` would otherwise list 99998 of them).
@@ -83,8 +83,15 @@ pub struct ModelSet {
     pub files: Vec<String>,
     /// Sources whose model header was read, in source order.
     pub shards: Vec<usize>,
-    /// Tensor name → shard base name, as the index gives it (empty without an index).
+    /// Tensor name → shard base name, as the index gives it; without an index, the ONNX tensors
+    /// whose external-data file was not given, with that file.
     pub weight_map: BTreeMap<String, String>,
+    /// The input embedding as the model's graph names it (ONNX), for [`crate::read::locate`].
+    #[serde(default)]
+    pub embedding_hint: Option<EmbeddingHint>,
+    /// Given files that hold an ONNX model's external data (read as tensors' bytes, never as models).
+    #[serde(default)]
+    pub external_data: Vec<String>,
 }
 
 impl ModelSet {
@@ -101,6 +108,8 @@ impl ModelSet {
             vocab_size: self.vocab_size,
             vocab: self.vocab.clone(),
             hints: self.hints,
+            embedding_hint: self.embedding_hint.clone(),
+            external: Vec::new(),
             ..ModelInfo::default()
         }
     }
@@ -212,7 +221,12 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
     set.hints.tied = config.tied;
     set.vocab = infos.iter().map(|(_, info)| &info.vocab).find(|v| !v.is_empty()).cloned().unwrap_or_default();
     set.shards = infos.iter().map(|(i, _)| *i).collect();
-    set.format = display_format(&infos, &files, set.missing.len())?;
+    // Missing external-data files are not missing shards of the format's count.
+    let missing_shards = match index {
+        Some(_) => set.missing.len(),
+        None => set.missing.iter().filter(|m| !set.weight_map.values().any(|v| v == *m)).count(),
+    };
+    set.format = display_format(&infos, &files, missing_shards)?;
     Ok(set)
 }
 
@@ -481,16 +495,41 @@ fn read_unindexed(
 ) -> Result<Vec<(usize, ModelInfo)>, FormatError> {
     let mut infos = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
+    // ONNX models first: the files their external data names are the tensors' bytes, never
+    // models or ignored files, wherever they come in the list.
+    let mut onnx: BTreeMap<usize, ModelInfo> = BTreeMap::new();
+    let mut data_files: BTreeSet<usize> = BTreeSet::new();
     for (i, role) in roles.iter().enumerate() {
         let (Role::Candidate, Some(&source), Some(name)) = (role, sources.get(i), set.files.get(i)) else {
             continue;
         };
-        // A lone file is always read as a model, so it reports the reader's own error as before.
-        if sources.len() > 1 && !looks_like_model(source, name)? {
-            set.ignored.push(name.clone());
+        if name.to_ascii_lowercase().ends_with(".onnx") {
+            let mut info = read_model(source, i)?;
+            place_external(&mut info, sources, roles, set, &mut data_files)?;
+            onnx.insert(i, info);
+        }
+    }
+    for (i, role) in roles.iter().enumerate() {
+        let (Role::Candidate, Some(&source), Some(name)) = (role, sources.get(i), set.files.get(i)) else {
+            continue;
+        };
+        if data_files.contains(&i) && !onnx.contains_key(&i) {
             continue;
         }
-        let info = read_model(source, i)?;
+        let info = match onnx.remove(&i) {
+            Some(info) => info,
+            None => {
+                // A lone file is always read as a model, so it reports the reader's own error as before.
+                if sources.len() > 1 && !looks_like_model(source, name)? {
+                    set.ignored.push(name.clone());
+                    continue;
+                }
+                read_model(source, i)?
+            }
+        };
+        if set.embedding_hint.is_none() {
+            set.embedding_hint = info.embedding_hint.clone();
+        }
         for t in &info.tensors {
             if let Some(&first) = owner.get(&t.name) {
                 return Err(FormatError::DuplicateTensor {
@@ -548,8 +587,61 @@ fn read_unindexed(
             missing.extend(parts.into_iter().filter(|p| !given.contains(p.as_str())));
         }
     }
-    set.missing = missing.into_iter().collect();
+    set.missing.extend(missing.into_iter().filter(|m| !set.missing.contains(m)).collect::<Vec<_>>());
     Ok(infos)
+}
+
+/// Places an ONNX model's external-data tensors in the files given: `TensorInfo::file` becomes the
+/// source whose base name is the location's. A tensor whose file was not given is left out of
+/// `info.tensors` and recorded in `set.missing` and `set.weight_map`, as a missing shard's are.
+fn place_external(
+    info: &mut ModelInfo,
+    sources: &[&dyn ByteSource],
+    roles: &[Role],
+    set: &mut ModelSet,
+    data_files: &mut BTreeSet<usize>,
+) -> Result<(), FormatError> {
+    for ext in std::mem::take(&mut info.external) {
+        let wanted = base_name(&ext.location);
+        let found: Vec<usize> = (0..sources.len())
+            .filter(|&j| matches!(roles.get(j), Some(Role::Candidate)) && set.files.get(j).is_some_and(|f| f == wanted))
+            .collect();
+        let full = |j: usize| sources.get(j).map_or_else(String::new, |s| s.name().to_string());
+        match found.as_slice() {
+            [] => {
+                if !set.missing.iter().any(|m| m == wanted) {
+                    set.missing.push(wanted.to_string());
+                }
+                set.weight_map.insert(ext.tensor.clone(), wanted.to_string());
+                info.tensors.retain(|t| t.name != ext.tensor);
+            }
+            [j] => {
+                let file_len = sources.get(*j).map_or(0, |s| s.len());
+                if let Some(t) = info.tensors.iter_mut().find(|t| t.name == ext.tensor) {
+                    if t.byte_range.1 > file_len {
+                        return Err(FormatError::PastEof {
+                            file: full(*j),
+                            tensor: t.name.clone(),
+                            end: t.byte_range.1,
+                            file_len,
+                        });
+                    }
+                    t.file = *j;
+                }
+                if data_files.insert(*j) {
+                    set.external_data.push(wanted.to_string());
+                }
+            }
+            [first, second, ..] => {
+                return Err(FormatError::DuplicateFile {
+                    name: wanted.to_string(),
+                    first: full(*first),
+                    second: full(*second),
+                })
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether a file not named by an index is a model file: by extension, or by its first bytes

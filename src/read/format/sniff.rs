@@ -62,7 +62,8 @@ pub enum ForeignKind {
     Tar,
     /// An HDF5 file: Keras `.h5` or TensorFlow weights.
     Hdf5,
-    /// Probably an ONNX model: a protobuf starting with `ir_version` then another `ModelProto` field.
+    /// Probably an ONNX model: a protobuf starting with `ir_version` then another `ModelProto` field,
+    /// under a name other than `.onnx` (a `.onnx` file is read by [`super::onnx`]).
     Onnx,
     /// Probably a TensorFlow SavedModel `saved_model.pb` (`saved_model_schema_version` 1, then a
     /// `MetaGraphDef`).
@@ -137,8 +138,8 @@ impl ForeignKind {
                  then give the .npy; {GET_SAFETENSORS}"
             ),
             ForeignKind::Onnx => format!(
-                "save the embedding initializer as .npy (`onnx.numpy_helper.to_array(…)` then `np.save`), \
-                 {GET_SAFETENSORS}"
+                "Orthoscope reads ONNX exports under a .onnx name: rename it (e.g. model.onnx) and give it \
+                 again, with its external data file if it has one, {GET_SAFETENSORS}"
             ),
             ForeignKind::TfSavedModel => format!(
                 "its weights live in the variables/ folder; load it in TensorFlow and save the embedding \
