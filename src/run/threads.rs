@@ -241,9 +241,33 @@ fn sample_dots(threads: usize, units: &[f32], d: usize, blocks: &[std::ops::Rang
     products
 }
 
-/// Opens every file named, a directory standing for the regular files directly in it.
+/// Opens every file named, a directory standing for the regular files directly in it, and an
+/// ONNX model's external data files beside it.
 pub fn open_paths(paths: &[PathBuf]) -> Result<Vec<FileSource>, ThreadsError> {
-    expand_paths(paths)?.iter().map(|f| Ok(FileSource::open(f)?)).collect()
+    with_external_data(expand_paths(paths)?).iter().map(|f| Ok(FileSource::open(f)?)).collect()
+}
+
+/// `files` and, for each `.onnx` among them, the files its initializers keep their data in
+/// (`external_data` `location`), when they lie in its own folder: a location with `..`, a root
+/// or a drive is never followed (the reader refuses such a model by name). An `.onnx` that does
+/// not parse adds nothing; the job then reports why.
+fn with_external_data(mut files: Vec<PathBuf>) -> Vec<PathBuf> {
+    let models: Vec<PathBuf> =
+        files.iter().filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))).cloned().collect();
+    for model in models {
+        let Some(folder) = model.parent() else { continue };
+        let Ok(source) = FileSource::open(&model) else { continue };
+        let Ok(info) = crate::read::format::onnx::read_onnx(&source, 0) else { continue };
+        for external in &info.external {
+            let location = Path::new(&external.location);
+            let plain = location.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+            let path = folder.join(location);
+            if plain && path.is_file() && !files.iter().any(|f| f == &path) {
+                files.push(path);
+            }
+        }
+    }
+    files
 }
 
 /// The files named, a directory replaced by the regular files directly in it (sorted, not
