@@ -675,3 +675,33 @@ pub(crate) fn show_magic(bytes: &[u8]) -> String {
     }
     format!("\"{s}\"")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A permalink carries the type's name only, so the name must tell a quantised type apart.
+    #[test]
+    fn a_name_says_quantised_exactly_when_the_type_is() {
+        let affine = mlx::Affine { bits: 4, group: 64, scale: mlx::ScaleType::BF16, inferred: false };
+        let mut all = vec![
+            DType::F64,
+            DType::F32,
+            DType::F16,
+            DType::BF16,
+            DType::F8E4M3,
+            DType::F8E5M2,
+            DType::U8,
+            DType::I8,
+            DType::U32,
+            DType::MlxAffine(affine),
+            DType::I8Affine { scale_bits: 1.0f32.to_bits(), zero_point: 3 },
+            DType::U8Affine { scale_bits: 1.0f32.to_bits(), zero_point: 3 },
+            DType::Other("F4".into()),
+        ];
+        all.extend(gguf::GGML_TYPES.iter().map(|(_, d)| d.clone()));
+        for d in all {
+            assert_eq!(quantised_name(d.name()), d.is_quantised(), "{}", d.name());
+        }
+    }
+}
