@@ -247,7 +247,8 @@ pub fn open_paths(paths: &[PathBuf]) -> Result<Vec<FileSource>, ThreadsError> {
 }
 
 /// The files named, a directory replaced by the regular files directly in it (sorted, not
-/// recursive; symbolic links to files count, as in the Hugging Face cache).
+/// recursive; symbolic links to files count, as in the Hugging Face cache), plus the external
+/// data an `.onnx` names beside it.
 fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ThreadsError> {
     let failed = |path: &Path, e: std::io::Error| ThreadsError::Open {
         path: path.display().to_string(),
@@ -272,5 +273,27 @@ fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ThreadsError> {
         inside.sort();
         files.extend(inside);
     }
+    with_onnx_external_data(&mut files);
     Ok(files)
+}
+
+/// Adds the external-data files an `.onnx` among `files` names, when they lie beside it: a
+/// model given alone opens as its folder would. The reader has refused locations outside the
+/// folder (`..`, absolute paths); a file that is not there is reported when the model is opened.
+fn with_onnx_external_data(files: &mut Vec<PathBuf>) {
+    let models: Vec<PathBuf> =
+        files.iter().filter(|f| f.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))).cloned().collect();
+    for model in models {
+        let Ok(source) = FileSource::open(&model) else { continue };
+        // Any error here is the open's to report, with the files as given.
+        let Ok(info) = crate::read::format::read_model(&source, 0) else { continue };
+        let folder = model.parent().map(Path::to_path_buf).unwrap_or_default();
+        for ext in &info.external {
+            let path = folder.join(&ext.location);
+            let same = |f: &PathBuf| f == &path || f.file_name() == path.file_name();
+            if path.is_file() && !files.iter().any(same) {
+                files.push(path);
+            }
+        }
+    }
 }
