@@ -134,6 +134,17 @@ fn external_data_in_one_file_at_offsets() {
 }
 
 #[test]
+fn the_cli_opens_external_data_beside_a_lone_onnx() {
+    let path = oracle().0.join("external.onnx");
+    let opened = orthoscope::run::threads::open_paths(&[path]).unwrap();
+    let names: Vec<String> = opened.iter().map(|s| s.name().to_string()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let sources: Vec<Rc<dyn ByteSource>> = opened.into_iter().map(|s| Rc::new(s) as Rc<dyn ByteSource>).collect();
+    let report = Job::open(sources, None, exact()).unwrap().0.run().unwrap().report(0.0).unwrap();
+    assert!((report.epsilon - case("external")["eps"].as_f64().unwrap()).abs() <= 1e-9);
+}
+
+#[test]
 fn a_missing_external_file_is_named() {
     let message = open_error(&["external.onnx"]);
     assert!(message.contains("external.onnx_data") && message.contains("model.embed_tokens.weight"), "{message}");
@@ -184,6 +195,30 @@ fn a_truncated_onnx_is_an_error_never_a_panic() {
     let source = SliceSource::new("f32_raw.onnx", whole[..whole.len() / 2].to_vec());
     let message = read_model(&source, 0).unwrap_err().to_string();
     assert!(message.contains("truncated") && message.contains("f32_raw.onnx"), "{message}");
+}
+
+#[test]
+fn mutated_onnx_files_are_errors_or_tensors_inside_the_file() {
+    let whole = bytes("int8_dq.onnx");
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..3000 {
+        let mut b = whole.clone();
+        for _ in 0..1 + next() % 4 {
+            let i = (next() % b.len() as u64) as usize;
+            b[i] = next() as u8;
+        }
+        if let Ok(info) = read_model(&SliceSource::new("m.onnx", b.clone()), 0) {
+            for t in info.tensors.iter().filter(|t| !info.external.iter().any(|e| e.tensor == t.name)) {
+                assert!(t.byte_range.0 <= t.byte_range.1 && t.byte_range.1 <= b.len() as u64, "{t:?}");
+            }
+        }
+    }
 }
 
 /// A source that counts the bytes read from it.

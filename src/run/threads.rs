@@ -244,34 +244,12 @@ fn sample_dots(threads: usize, units: &[f32], d: usize, blocks: &[std::ops::Rang
 /// Opens every file named, a directory standing for the regular files directly in it, and an
 /// ONNX model's external data files beside it.
 pub fn open_paths(paths: &[PathBuf]) -> Result<Vec<FileSource>, ThreadsError> {
-    with_external_data(expand_paths(paths)?).iter().map(|f| Ok(FileSource::open(f)?)).collect()
-}
-
-/// `files` and, for each `.onnx` among them, the files its initializers keep their data in
-/// (`external_data` `location`), when they lie in its own folder: a location with `..`, a root
-/// or a drive is never followed (the reader refuses such a model by name). An `.onnx` that does
-/// not parse adds nothing; the job then reports why.
-fn with_external_data(mut files: Vec<PathBuf>) -> Vec<PathBuf> {
-    let models: Vec<PathBuf> =
-        files.iter().filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))).cloned().collect();
-    for model in models {
-        let Some(folder) = model.parent() else { continue };
-        let Ok(source) = FileSource::open(&model) else { continue };
-        let Ok(info) = crate::read::format::onnx::read_onnx(&source, 0) else { continue };
-        for external in &info.external {
-            let location = Path::new(&external.location);
-            let plain = location.components().all(|c| matches!(c, std::path::Component::Normal(_)));
-            let path = folder.join(location);
-            if plain && path.is_file() && !files.iter().any(|f| f == &path) {
-                files.push(path);
-            }
-        }
-    }
-    files
+    expand_paths(paths)?.iter().map(|f| Ok(FileSource::open(f)?)).collect()
 }
 
 /// The files named, a directory replaced by the regular files directly in it (sorted, not
-/// recursive; symbolic links to files count, as in the Hugging Face cache).
+/// recursive; symbolic links to files count, as in the Hugging Face cache), plus the external
+/// data an `.onnx` names beside it.
 fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ThreadsError> {
     let failed = |path: &Path, e: std::io::Error| ThreadsError::Open {
         path: path.display().to_string(),
@@ -296,5 +274,27 @@ fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ThreadsError> {
         inside.sort();
         files.extend(inside);
     }
+    with_onnx_external_data(&mut files);
     Ok(files)
+}
+
+/// Adds the external-data files an `.onnx` among `files` names, when they lie beside it: a
+/// model given alone opens as its folder would. The reader has refused locations outside the
+/// folder (`..`, absolute paths); a file that is not there is reported when the model is opened.
+fn with_onnx_external_data(files: &mut Vec<PathBuf>) {
+    let models: Vec<PathBuf> =
+        files.iter().filter(|f| f.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))).cloned().collect();
+    for model in models {
+        let Ok(source) = FileSource::open(&model) else { continue };
+        // Any error here is the open's to report, with the files as given.
+        let Ok(info) = crate::read::format::read_model(&source, 0) else { continue };
+        let folder = model.parent().map(Path::to_path_buf).unwrap_or_default();
+        for ext in &info.external {
+            let path = folder.join(&ext.location);
+            let same = |f: &PathBuf| f == &path || f.file_name() == path.file_name();
+            if path.is_file() && !files.iter().any(same) {
+                files.push(path);
+            }
+        }
+    }
 }
