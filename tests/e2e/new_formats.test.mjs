@@ -5,6 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readdirSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { serve, openApp, analyseFiles, cli, cliReport, OUT, ROOT } from "./harness.mjs";
 
 let server;
@@ -63,6 +64,28 @@ test("an IQ4_XS GGUF equals the CLI", async () => {
   cli("generate-gguf", path, "--rows", "3000", "--dim", "512", "--type", "IQ4_XS");
   await sameAsCli(path, (r) => {
     assert.equal(r.report.dtype, "IQ4_XS");
+    assert.equal(r.report.quantised, true);
+  });
+});
+
+// ONNX fixtures written by onnx's own helpers (tests/oracle/onnx_writer.py, in the oracle venv).
+function onnxCases() {
+  const dir = join(OUT, "onnx");
+  rmSync(dir, { recursive: true, force: true });
+  const py = execFileSync("bash", [join(ROOT, "scripts/oracle_venv.sh")], { encoding: "utf8" }).trim();
+  const cases = JSON.parse(execFileSync(py, [join(ROOT, "tests/oracle/onnx_writer.py"), dir], { encoding: "utf8" }));
+  return { dir, cases };
+}
+
+test("an ONNX export with its external data file, and an int8 one behind DequantizeLinear, equal the CLI", async () => {
+  const { dir, cases } = onnxCases();
+  const external = cases.external.files.map((f) => join(dir, f));
+  await sameAsCli(external, (r) => {
+    assert.equal(r.report.tensor, "model.embed_tokens.weight");
+    assert.ok(Math.abs(r.report.epsilon - cases.external.eps) < 1e-7, `ε ${r.report.epsilon} vs numpy ${cases.external.eps}`);
+  });
+  await sameAsCli(join(dir, cases.int8_dq.files[0]), (r) => {
+    assert.equal(r.report.dtype, "int8 (DequantizeLinear)");
     assert.equal(r.report.quantised, true);
   });
 });
