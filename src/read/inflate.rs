@@ -12,11 +12,12 @@
 //! random order, then (for narrow matrices) sweeps the rest in file order. A random block read
 //! inflates at most one spacing before its offset (half a spacing on average) plus the block
 //! itself; a sweep continues from the previous read and inflates nothing twice. The spacing is
-//! therefore as small as memory allows: [`MIN_SPACING`] (1 MiB, about one 64-row block of a
-//! 4096-wide f32 matrix, so a random read costs at most ~2× its own bytes) until a member would
-//! need more than [`MAX_CHECKPOINTS`] of them, then `len / MAX_CHECKPOINTS` (a 4 GiB member: 32
-//! MiB, ~16 MiB of extra inflating per random block — the price of ~5 MiB of checkpoints). The
-//! first read past what has been inflated pays once for everything before it.
+//! therefore as small as memory allows: `len / MAX_CHECKPOINTS`, never under [`MIN_SPACING`]
+//! (256 KiB: a checkpoint's 43 KiB copy is then still small beside the inflating). A 64 MiB
+//! member gets 512 KiB: a 64-row block of a 1024-wide f32 matrix is 256 KiB, so a random read
+//! inflates ~2× its bytes on average; a 4 GiB member gets 32 MiB, ~16 MiB of extra inflating per
+//! random block — the price of keeping ~5.5 MiB of checkpoints. The first read past what has been
+//! inflated pays once for everything before it.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -30,11 +31,13 @@ use crate::read::source::{check_range, ByteSource, ReadError};
 /// The decompressor writes into it as a ring (its size must be a power of two).
 const WINDOW: usize = 32 << 10;
 
-/// Compressed bytes read from the file at a time.
+/// Compressed bytes read from the file at a time: the first read of a source is small (opening
+/// an archive inflates only each member's header), later ones grow to the largest.
+const FIRST_INPUT_WINDOW: u64 = 16 << 10;
 const INPUT_WINDOW: u64 = 256 << 10;
 
 /// The closest checkpoints are ever kept (bytes of output).
-pub const MIN_SPACING: u64 = 1 << 20;
+pub const MIN_SPACING: u64 = 256 << 10;
 
 /// Most checkpoints a member keeps (besides the one at its start). One is ~43 KiB (the
 /// decompressor's tables and the 32 KiB window), so this bounds them at ~5.5 MiB.
@@ -74,16 +77,19 @@ struct State {
     /// Compressed bytes `input_at .. input_at + input.len()` of the file.
     input: Vec<u8>,
     input_at: u64,
+    /// Bytes the next read of compressed input asks for.
+    input_window: u64,
     /// Output bytes inflated in all (measurement: how much reading costs).
     inflated: u64,
 }
 
 /// The inflated bytes of the raw deflate stream (zip method 8) at `[start, end)` of `inner`,
-/// `len` bytes long, readable at any offset in any order.
-pub struct InflatedSource {
+/// `len` bytes long, readable at any offset in any order. `I` is the file: shared by the pass's
+/// sources, borrowed by a reader that inflates a member's header.
+pub struct InflatedSource<I: ByteSource = Rc<dyn ByteSource>> {
     name: String,
     member: String,
-    inner: Rc<dyn ByteSource>,
+    inner: I,
     start: u64,
     end: u64,
     len: u64,
@@ -91,9 +97,9 @@ pub struct InflatedSource {
     state: RefCell<State>,
 }
 
-impl InflatedSource {
+impl<I: ByteSource> InflatedSource<I> {
     /// Refuses a range that does not lie in `inner`; reads nothing yet.
-    pub fn new(inner: Rc<dyn ByteSource>, start: u64, end: u64, len: u64) -> Result<Self, ReadError> {
+    pub fn new(inner: I, start: u64, end: u64, len: u64) -> Result<Self, ReadError> {
         let name = inner.name().to_string();
         check_range(&name, start, end.saturating_sub(start), inner.len())?;
         if end < start {
@@ -106,6 +112,7 @@ impl InflatedSource {
             checkpoints: vec![Point::start(start)],
             input: Vec::new(),
             input_at: start,
+            input_window: FIRST_INPUT_WINDOW,
             inflated: 0,
         };
         Ok(Self {
@@ -123,6 +130,12 @@ impl InflatedSource {
     /// Names the member in messages (`what`: e.g. its name in the archive).
     pub fn with_member_name(mut self, what: &str) -> Self {
         self.member = format!("compressed member '{what}' at offset {}", self.start);
+        self
+    }
+
+    /// Names the member in messages by the tensor it holds (what the pass knows of it).
+    pub fn with_tensor_name(mut self, tensor: &str) -> Self {
+        self.member = format!("compressed member of tensor '{tensor}' at offset {}", self.start);
         self
     }
 
@@ -185,7 +198,8 @@ impl InflatedSource {
             // The compressed bytes from the cursor on, read from the file when not at hand.
             let buffered_end = state.input_at.saturating_add(state.input.len() as u64);
             if state.cursor.input < state.input_at || state.cursor.input >= buffered_end {
-                let n = self.end.saturating_sub(state.cursor.input).min(INPUT_WINDOW);
+                let n = self.end.saturating_sub(state.cursor.input).min(state.input_window);
+                state.input_window = state.input_window.saturating_mul(2).min(INPUT_WINDOW);
                 if n == 0 {
                     return Err(self.truncated(state.cursor.out));
                 }
@@ -265,7 +279,7 @@ impl InflatedSource {
     }
 }
 
-impl ByteSource for InflatedSource {
+impl<I: ByteSource> ByteSource for InflatedSource<I> {
     fn name(&self) -> &str {
         &self.name
     }
@@ -384,8 +398,8 @@ mod tests {
         let data = compressible_bytes(5 << 20, 3);
         let s = open(&data, 6);
         check_read(&s, &data, data.len() - 100, 100);
-        assert_eq!(s.state.borrow().checkpoints.len(), 5 + 1);
-        // Going back costs at most one spacing (plus the read).
+        assert_eq!(s.state.borrow().checkpoints.len() as u64, (5 << 20) / MIN_SPACING + 1);
+        // Going back costs at most one spacing (plus the read); 2 MiB is a checkpoint.
         let before = s.inflated_bytes();
         check_read(&s, &data, (2 << 20) + 17, 1000);
         assert_eq!(s.inflated_bytes() - before, 17 + 1000);

@@ -80,6 +80,19 @@ impl<T: ByteSource + ?Sized> ByteSource for std::rc::Rc<T> {
     }
 }
 
+/// A borrowed source (a reader that opens a view over the file it was given).
+impl<T: ByteSource + ?Sized> ByteSource for &T {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        (**self).read_at(offset, buf)
+    }
+}
+
 /// Checks that `offset .. offset + len` lies inside a source of `file_len` bytes.
 pub fn check_range(file: &str, offset: u64, len: u64, file_len: u64) -> Result<(), ReadError> {
     match offset.checked_add(len) {
