@@ -242,7 +242,7 @@ impl<I: ByteSource> InflatedSource<I> {
             }
 
             let k = state.cursor.out / self.spacing;
-            if written > 0 && state.cursor.out % self.spacing == 0 && k == state.checkpoints.len() as u64 {
+            if written > 0 && state.cursor.out.is_multiple_of(self.spacing) && k == state.checkpoints.len() as u64 {
                 let point = state.cursor.clone();
                 state.checkpoints.push(point);
             }
