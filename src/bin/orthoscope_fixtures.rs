@@ -23,7 +23,7 @@ mod fixtures {
 
     use clap::{Parser, Subcommand};
     use orthoscope::fixtures::synth;
-    use orthoscope::fixtures::writers::{gguf_model_seeded, QUANT_TYPES};
+    use orthoscope::fixtures::writers::{gguf_model_seeded, npy_bytes, npz_bytes, QUANT_TYPES};
     use orthoscope::read::demo;
     use orthoscope::read::format::gguf::GGML_TYPES;
     use orthoscope::read::format::DType;
@@ -113,6 +113,27 @@ mod fixtures {
             /// Leave out config.json (the reader then infers bits and group from the shapes).
             #[arg(long)]
             no_config: bool,
+            #[arg(long, default_value = "trained-like")]
+            kind: String,
+            #[arg(long, default_value_t = 1)]
+            seed: u64,
+        },
+        /// Write a NumPy .npz (as np.savez writes it; deflated as np.savez_compressed with
+        /// --compressed) holding one matrix, --name (`W_dec` or `embedding`), --rows × --dim.
+        GenerateNpz {
+            #[arg(long)]
+            out: PathBuf,
+            #[arg(long, default_value_t = 8192)]
+            rows: usize,
+            #[arg(long, default_value_t = 1024)]
+            dim: usize,
+            #[arg(long, default_value = "W_dec")]
+            name: String,
+            /// F32, F16 or F64.
+            #[arg(long, default_value = "F32")]
+            dtype: String,
+            #[arg(long)]
+            compressed: bool,
             #[arg(long, default_value = "trained-like")]
             kind: String,
             #[arg(long, default_value_t = 1)]
@@ -216,6 +237,19 @@ mod fixtures {
                 {
                     write(&dir.join(name), &bytes)?;
                 }
+            }
+            Command::GenerateNpz { out, rows, dim, name, dtype, compressed, kind, seed } => {
+                let (dtype, descr) = match dtype.to_uppercase().as_str() {
+                    "F32" => (DType::F32, "<f4"),
+                    "F16" => (DType::F16, "<f2"),
+                    "F64" => (DType::F64, "<f8"),
+                    other => return Err(format!("--dtype {other}: write one of F32, F16, F64")),
+                };
+                let values = demo::generate(&kind, rows, dim, seed)?;
+                let t = synth::TensorSpec::matrix(&name, dtype, rows, dim, &values);
+                drop(values);
+                let npy = npy_bytes(1, descr, false, &t.shape, &t.data);
+                write(&out, &npz_bytes(&[(&format!("{name}.npy"), npy)], compressed))?;
             }
             Command::Hostile { dir } => {
                 create_dir(&dir)?;

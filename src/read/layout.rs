@@ -20,7 +20,7 @@ pub fn tensor_source(sources: &[Rc<dyn ByteSource>], tensor: &TensorInfo) -> Res
         Layout::Contiguous => file(tensor.file),
         Layout::Deflate { start, end, inflated_len } => {
             let inner = file(tensor.file)?;
-            Ok(Rc::new(InflatedSource::new(inner, *start, *end, *inflated_len)?))
+            Ok(Rc::new(InflatedSource::new(inner, *start, *end, *inflated_len)?.with_tensor_name(&tensor.name)))
         }
         Layout::Interleave { parts } => {
             let opened = parts.iter().map(|p| Ok((file(p.file)?, p.clone()))).collect::<Result<Vec<_>, ReadError>>()?;

@@ -18,6 +18,28 @@ pub enum ReadError {
     /// message (what failed and what to do), so this layer stays free of HTTP.
     #[error("{message}")]
     Unavailable { message: String },
+    /// A compressed (deflated) zip member does not decode: its bytes are damaged. `member` names
+    /// it (its name where known, and its offset in the file); `offset` is the file offset near
+    /// which decoding failed.
+    #[error(
+        "{file}: {member}: the deflate stream does not decode near byte {offset} of the file ({why}); \
+         the archive is damaged: download or save it again"
+    )]
+    InflateCorrupt { file: String, member: String, offset: u64, why: String },
+    /// A compressed zip member's deflate stream ends before the size its zip entry states.
+    #[error(
+        "{file}: {member}: the deflate stream ends after {inflated} bytes, but the zip entry says the \
+         member holds {len}; the archive is damaged: download or save it again"
+    )]
+    InflateShort { file: String, member: String, inflated: u64, len: u64 },
+    /// A compressed zip member's deflate stream goes on past the member's end (`end`, a file
+    /// offset): the file was cut short, or the entry's compressed size is wrong.
+    #[error(
+        "{file}: {member}: the member's compressed bytes end at byte {end} of the file before its \
+         deflate stream does (after {inflated} of {len} bytes); the file was cut short or its zip \
+         entry is wrong: download or save it again"
+    )]
+    InflateTruncated { file: String, member: String, end: u64, inflated: u64, len: u64 },
 }
 
 /// Largest JSON side file (shard index, config.json, tokenizer.json) read whole. Real indexes stay
@@ -47,6 +69,19 @@ pub trait ByteSource {
 
 /// A shared source (the embedding and the unembedding may live in one file).
 impl<T: ByteSource + ?Sized> ByteSource for std::rc::Rc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        (**self).read_at(offset, buf)
+    }
+}
+
+/// A borrowed source (a reader that opens a view over the file it was given).
+impl<T: ByteSource + ?Sized> ByteSource for &T {
     fn name(&self) -> &str {
         (**self).name()
     }

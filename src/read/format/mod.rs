@@ -9,10 +9,12 @@ pub mod ggml_iq;
 pub mod gguf;
 pub mod mlx;
 pub mod npy;
+pub mod npz;
 pub mod onnx;
 pub mod safetensors;
 pub mod set;
 pub mod sniff;
+pub mod zip;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -589,6 +591,30 @@ pub enum FormatError {
     /// An ONNX external-data location that does not name a file beside the model.
     #[error("{file}: ONNX initializer '{tensor}' keeps its data in '{location}', which Orthoscope does not open: {why}; external data must be a file in the model's folder")]
     OnnxExternalPath { file: String, tensor: String, location: String, why: String },
+    /// No zip end-of-central-directory record in the file's last 64 KiB: the archive is cut short
+    /// (its directory is at its end) or not a zip.
+    #[error("{file}: no zip end-of-central-directory record at the end of the file: the archive is truncated or damaged; download or save it again")]
+    ZipNoEndRecord { file: String },
+    /// A zip record (end record, ZIP64 record, central directory entry, local header) is not
+    /// what it should be at `offset`.
+    #[error("{file}: zip archive damaged at offset {offset}: {what}; download or save it again")]
+    ZipBadRecord { file: String, offset: u64, what: String },
+    /// A zip record or a member's data runs past the end of the file.
+    #[error("{file}: {what} ({len} bytes at offset {offset}) runs past the end of the file ({file_len} bytes): the archive is truncated; download or save it again")]
+    ZipPastEof { file: String, what: String, offset: u64, len: u64, file_len: u64 },
+    /// A zip count or size beyond a fixed limit of this reader ([`zip::MAX_ENTRIES`],
+    /// [`zip::MAX_CENTRAL_DIRECTORY_BYTES`]).
+    #[error("{file}: the zip archive declares {value} {what}, over this reader's limit of {limit} (corrupt or hostile file)")]
+    ZipOverLimit { file: String, what: String, value: u64, limit: u64 },
+    /// A zip feature this reader does not support (split archives, encryption).
+    #[error("{file}: {what} is not supported; extract the arrays and give them as .npy or .safetensors files")]
+    ZipUnsupported { file: String, what: String },
+    /// An `.npz` member compressed other than stored or deflated (`np.savez` writes only these).
+    #[error("{file}: member '{member}' uses zip compression method {method}; Orthoscope reads stored (0) and deflated (8) members: re-save with np.savez or np.savez_compressed")]
+    NpzUnsupportedMethod { file: String, member: String, method: u16 },
+    /// A stored `.npz` member whose compressed and uncompressed sizes differ.
+    #[error("{file}: member '{member}' is stored (not compressed) but its zip entry gives {compressed} compressed and {uncompressed} uncompressed bytes; the archive is damaged: save it again")]
+    NpzStoredSizes { file: String, member: String, compressed: u64, uncompressed: u64 },
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -627,6 +653,8 @@ pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, For
         npy::read_header(source, file)
     } else if plausible_safetensors(head, len) {
         safetensors::read_header(source, file)
+    } else if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        read_zip(source, file)
     } else {
         // A protobuf has no magic: only a `.onnx` name makes it one (sniff's ONNX pattern under
         // another name is refused with that advice). A `.onnx` that is an LFS pointer or a web
@@ -648,6 +676,25 @@ pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, For
         } else {
             safetensors::read_header(source, file)
         }
+    }
+}
+
+/// A zip archive: an `.npz` is read ([`npz`]); any other kind is named by [`sniff`]. An archive
+/// whose directory cannot be read is named too, with why it could not be read.
+fn read_zip(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, FormatError> {
+    match zip::read_entries(source) {
+        Ok(entries) if npz::is_npz(&entries) => npz::read_npz(source, file, &entries),
+        Ok(_) => {
+            sniff::check(source)?;
+            safetensors::read_header(source, file)
+        }
+        Err(error) => match sniff::sniff_source(source)? {
+            Some(FormatError::Foreign { file, kind: kind @ sniff::ForeignKind::Npz, advice }) => {
+                Err(FormatError::Foreign { file, kind, advice: format!("it cannot be read ({error}); {advice}") })
+            }
+            Some(foreign) => Err(foreign),
+            None => Err(error),
+        },
     }
 }
 

@@ -25,6 +25,17 @@ pub const MAX_NPY_HEADER: u64 = 1 << 20;
 
 /// Reads the header of a .npy file (only the header bytes are read).
 pub fn read_header(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, FormatError> {
+    read(source, file, false)
+}
+
+/// [`read_header`], but an array of a dtype Orthoscope does not decode is listed (as
+/// [`DType::Other`], its bytes the rest of the source) instead of refused: one array of an archive
+/// of several (an `.npz`), which must not stop the others from being read.
+pub fn read_header_listing_any_dtype(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, FormatError> {
+    read(source, file, true)
+}
+
+fn read(source: &dyn ByteSource, file: usize, any_dtype: bool) -> Result<ModelInfo, FormatError> {
     let name = source.name().to_string();
     let file_len = source.len();
     let truncated = |offset: u64, what: &str| FormatError::NpyTruncated {
@@ -71,6 +82,7 @@ pub fn read_header(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, Fo
     let get = |key: &str| dict.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     let descr = match get("descr") {
         Some(Py::Str(s)) => s.clone(),
+        Some(Py::Raw(raw)) if any_dtype => raw.clone(),
         Some(Py::Raw(raw)) => return Err(FormatError::NpyUnsupportedDtype { file: name, descr: raw.clone() }),
         Some(_) => return Err(bad("'descr' is not a string".to_string())),
         None => return Err(bad("no 'descr' key".to_string())),
@@ -86,14 +98,21 @@ pub fn read_header(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, Fo
         Some(_) => return Err(bad("'shape' is not a tuple of integers".to_string())),
         None => return Err(bad("no 'shape' key".to_string())),
     };
-    let dtype = dtype_from_descr(&descr)
-        .ok_or_else(|| FormatError::NpyUnsupportedDtype { file: name.clone(), descr: descr.clone() })?;
-    let bytes = shape
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .and_then(|n| dtype.bytes_for(n))
-        .ok_or_else(|| bad(format!("shape {shape:?} overflows 64 bits")))?;
-    let end = data_start.saturating_add(bytes);
+    let dtype = match dtype_from_descr(&descr) {
+        Some(dtype) => dtype,
+        None if any_dtype => DType::Other(descr.clone()),
+        None => return Err(FormatError::NpyUnsupportedDtype { file: name.clone(), descr: descr.clone() }),
+    };
+    let end = if let DType::Other(_) = dtype {
+        file_len
+    } else {
+        let bytes = shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .and_then(|n| dtype.bytes_for(n))
+            .ok_or_else(|| bad(format!("shape {shape:?} overflows 64 bits")))?;
+        data_start.saturating_add(bytes)
+    };
     if end > file_len {
         return Err(FormatError::PastEof { file: name, tensor: TENSOR_NAME.to_string(), end, file_len });
     }

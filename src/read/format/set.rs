@@ -54,7 +54,7 @@ const NOT_INDEX_JSON: &[&str] = &[
 
 /// Extensions that mark a file as a model even if its first bytes are wrong, so a broken model
 /// file reports its own error instead of being ignored.
-const MODEL_EXTENSIONS: &[&str] = &[".safetensors", ".gguf", ".npy", ".onnx"];
+const MODEL_EXTENSIONS: &[&str] = &[".safetensors", ".gguf", ".npy", ".onnx", ".npz"];
 
 /// Split names with more parts than this are not expanded into a list of missing files (a hostile
 /// name like `x-00001-of-99999.gguf` would otherwise list 99998 of them).
