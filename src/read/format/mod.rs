@@ -8,6 +8,7 @@ pub mod npy;
 pub mod safetensors;
 pub mod set;
 pub mod sniff;
+pub mod zip;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -424,6 +425,30 @@ pub enum FormatError {
     /// a Git LFS pointer, …), recognised by its first bytes; `advice` says what to do instead.
     #[error("{file} is {kind}: {advice}")]
     Foreign { file: String, kind: sniff::ForeignKind, advice: String },
+    /// No zip end of central directory record in the file's last 64 KiB + 22 bytes.
+    #[error("{file}: no zip end of central directory record in the last 65 557 bytes of its {file_len}; the archive is truncated (download it again) or not a zip")]
+    ZipNoEndRecord { file: String, file_len: u64 },
+    /// A zip record runs past the end of the file.
+    #[error("{file}: zip {what} at offset {offset} runs past the end of the file ({file_len} bytes); the archive is truncated or corrupt, download it again")]
+    ZipTruncated { file: String, what: String, offset: u64, file_len: u64 },
+    /// A zip record does not start with its signature.
+    #[error("{file}: no zip {what} signature at offset {offset} (corrupt archive, or data prepended to it)")]
+    ZipBadSignature { file: String, what: String, offset: u64 },
+    /// A count or length of the zip's records beyond a fixed sanity limit of the zip reader.
+    #[error("{file}: zip {what} (record at offset {offset}) is {value}, over this reader's limit of {limit} (corrupt or hostile archive)")]
+    ZipOverLimit { file: String, what: String, offset: u64, value: u64, limit: u64 },
+    /// The central directory's place, as the end record gives it, is not inside the file.
+    #[error("{file}: the zip central directory ({size} bytes at offset {offset}) does not end before its end record at {end} (corrupt archive)")]
+    ZipDirectoryOutOfBounds { file: String, offset: u64, size: u64, end: u64 },
+    /// An archive split over several disks.
+    #[error("{file}: the zip end record at offset {offset} says the archive spans several disks; join the parts into one zip")]
+    ZipMultiDisk { file: String, offset: u64 },
+    /// An encrypted zip member.
+    #[error("{file}: zip entry '{entry}' is encrypted; extract it with its password and give the files inside")]
+    ZipEncrypted { file: String, entry: String },
+    /// A zip member's data runs past the end of the file.
+    #[error("{file}: zip entry '{entry}': {size} bytes of data from offset {offset} run past the end of the file ({file_len} bytes); the archive is truncated, download it again")]
+    ZipEntryPastEof { file: String, entry: String, offset: u64, size: u64, file_len: u64 },
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
