@@ -5,9 +5,11 @@ pub mod decode;
 pub mod ggml;
 pub mod gguf;
 pub mod npy;
+pub mod pickle;
 pub mod safetensors;
 pub mod set;
 pub mod sniff;
+pub mod torch;
 pub mod zip;
 
 use serde::{Deserialize, Serialize};
@@ -257,6 +259,20 @@ pub struct ModelInfo {
     /// views that name tokens; never sent with the tensor list.
     #[serde(default, skip_serializing)]
     pub vocab: Vec<String>,
+    /// Entries that may hold tensors but cannot be read in place (a PyTorch checkpoint's
+    /// non-contiguous view, an object of a class Orthoscope does not rebuild), with the reason:
+    /// named when the user or the embedding's name asks for one of them.
+    #[serde(default)]
+    pub skipped: Vec<SkippedTensor>,
+}
+
+/// A tensor (or an entry that may hold tensors) a format reader found but cannot read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedTensor {
+    /// Its name, as it would be listed.
+    pub name: String,
+    /// Why it cannot be read, and what to do.
+    pub reason: String,
 }
 
 /// Why rows could not be decoded.
@@ -449,6 +465,30 @@ pub enum FormatError {
     /// A zip member's data runs past the end of the file.
     #[error("{file}: zip entry '{entry}': {size} bytes of data from offset {offset} run past the end of the file ({file_len} bytes); the archive is truncated, download it again")]
     ZipEntryPastEof { file: String, entry: String, offset: u64, size: u64, file_len: u64 },
+    /// A pickle stream (a torch checkpoint's `data.pkl`) ends inside an opcode or before `STOP`.
+    #[error("{file}: the pickle ends inside {what} at offset {offset} ({len} bytes in all); the checkpoint is truncated or corrupt, save or download it again")]
+    PickleTruncated { file: String, what: String, offset: u64, len: u64 },
+    /// A count, length or depth of a pickle beyond a fixed sanity limit of the pickle parser.
+    #[error("{file}: pickle {what} at offset {offset} is {value}, over this reader's limit of {limit} (corrupt or hostile file; nothing in it was run)")]
+    PickleOverLimit { file: String, what: String, offset: u64, value: u64, limit: u64 },
+    /// An opcode the pickle parser does not read (protocol 0/1 text opcodes, or not a pickle opcode).
+    #[error("{file}: pickle opcode 0x{opcode:02x} at offset {offset} is not one torch.save writes (protocols 2–5); re-save the checkpoint with a current torch.save")]
+    PickleBadOpcode { file: String, offset: u64, opcode: u8 },
+    /// A pickle whose opcodes do not fit together (a stack underflow, a SETITEM on a list, a memo
+    /// key never stored, …).
+    #[error("{file}: malformed pickle at offset {offset}: {reason} (corrupt or hostile file; nothing in it was run)")]
+    PickleMalformed { file: String, offset: u64, reason: String },
+    /// A torch checkpoint saved on a big-endian machine (`<archive>/byteorder` says `big`).
+    #[error("{file}: the checkpoint was saved big-endian ({entry} says \"big\"); Orthoscope reads little-endian data: load it with torch and save it again on a little-endian machine (x86, ARM)")]
+    TorchBigEndian { file: String, entry: String },
+    /// A torch checkpoint's `data.pkl` is compressed with a method other than deflate, or larger
+    /// than [`pickle::MAX_PICKLE_BYTES`] once inflated.
+    #[error("{file}: {entry}: {reason}")]
+    TorchBadPickleEntry { file: String, entry: String, reason: String },
+    /// The checkpoint's top-level object is built by a class Orthoscope does not rebuild (nothing
+    /// of it was run), so no tensor can be found in it.
+    #[error("{file}: the checkpoint holds {global}, which Orthoscope does not rebuild (it never runs code from a pickle); save a state dict instead: torch.save(model.state_dict(), path)")]
+    TorchUnreadable { file: String, global: String },
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -465,7 +505,8 @@ fn gguf_version_hint(version: u32) -> &'static str {
     }
 }
 
-/// Reads the header of a single model file, choosing the format by its first bytes: `GGUF` →
+/// Reads the header of a single model file, choosing the format by its first bytes: a zip →
+/// [`zip_model`] (a PyTorch checkpoint), `GGUF` →
 /// [`gguf`], `\x93NUMPY` → [`npy`], a plausible safetensors length followed by `{` →
 /// [`safetensors`]. Anything else is first looked at by [`sniff`], so that a PyTorch checkpoint, an
 /// archive, a web page or a Git LFS pointer is named as such instead of being read as a
@@ -479,6 +520,11 @@ pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, For
     let n = len.min(buf.len() as u64) as usize;
     let head = buf.get_mut(..n).unwrap_or(&mut []);
     source.read_at(0, head)?;
+    if zip::is_zip(head) {
+        if let Some(info) = zip_model(source, file)? {
+            return Ok(info);
+        }
+    }
     if head.starts_with(gguf::MAGIC) {
         gguf::read_gguf(source, file).map(|(info, _)| info)
     } else if head.starts_with(npy::MAGIC) {
@@ -497,6 +543,19 @@ pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, For
         } else {
             safetensors::read_header(source, file)
         }
+    }
+}
+
+/// A zip archive read as the model format its entries say: a PyTorch checkpoint when it has an
+/// `<archive>/data.pkl`. `None` when it is none of them, or its central directory cannot be read
+/// (then [`sniff`] names what it looks like).
+pub fn zip_model(source: &dyn ByteSource, file: usize) -> Result<Option<ModelInfo>, FormatError> {
+    let Ok(entries) = zip::read_entries(source) else {
+        return Ok(None);
+    };
+    match torch::pickle_entry(&entries) {
+        Some(pkl) => torch::read_checkpoint(source, file, &entries, pkl).map(Some),
+        None => Ok(None),
     }
 }
 

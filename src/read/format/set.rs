@@ -27,7 +27,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{gguf, npy, read_model, sniff, FormatError, ModelInfo, ShapeHints, TensorInfo};
+use super::{gguf, npy, read_model, sniff, zip, FormatError, ModelInfo, ShapeHints, SkippedTensor, TensorInfo};
 use crate::read::source::{base_name, ByteSource, MAX_JSON_BYTES};
 use crate::read::vocab;
 
@@ -54,7 +54,18 @@ const NOT_INDEX_JSON: &[&str] = &[
 
 /// Extensions that mark a file as a model even if its first bytes are wrong, so a broken model
 /// file reports its own error instead of being ignored.
-const MODEL_EXTENSIONS: &[&str] = &[".safetensors", ".gguf", ".npy"];
+const MODEL_EXTENSIONS: &[&str] = &[".safetensors", ".gguf", ".npy", ".bin", ".pt", ".pth", ".ckpt"];
+
+/// Extensions of PyTorch checkpoints. Among several files these are read only when nothing else is
+/// a model file (a Hugging Face folder's `pytorch_model.bin` is the pickled copy of its
+/// safetensors) and only when they are zips (`training_args.bin` and `optimizer.pt` sit beside
+/// real checkpoints).
+const TORCH_EXTENSIONS: &[&str] = &[".bin", ".pt", ".pth", ".ckpt"];
+
+fn is_torch_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    TORCH_EXTENSIONS.iter().any(|e| lower.ends_with(e))
+}
 
 /// Split names with more parts than this are not expanded into a list of missing files (a hostile
 /// name like `x-00001-of-99999.gguf` would otherwise list 99998 of them).
@@ -85,6 +96,9 @@ pub struct ModelSet {
     pub shards: Vec<usize>,
     /// Tensor name → shard base name, as the index gives it (empty without an index).
     pub weight_map: BTreeMap<String, String>,
+    /// What the model files hold but cannot be read in place ([`ModelInfo::skipped`]).
+    #[serde(default)]
+    pub skipped: Vec<SkippedTensor>,
 }
 
 impl ModelSet {
@@ -101,6 +115,7 @@ impl ModelSet {
             vocab_size: self.vocab_size,
             vocab: self.vocab.clone(),
             hints: self.hints,
+            skipped: self.skipped.clone(),
         }
     }
 
@@ -452,6 +467,7 @@ fn read_indexed(
         drop(listed);
         // Tensors the index puts elsewhere (or nowhere) are not this shard's to give. Moved, not
         // cloned: only the shard's format and vocabulary are needed from `info` later.
+        set.skipped.extend(info.skipped.iter().filter(|t| wanted.binary_search(&t.name.as_str()).is_ok()).cloned());
         set.tensors.extend(
             std::mem::take(&mut info.tensors).into_iter().filter(|t| wanted.binary_search(&t.name.as_str()).is_ok()),
         );
@@ -469,16 +485,36 @@ fn read_unindexed(
 ) -> Result<Vec<(usize, ModelInfo)>, FormatError> {
     let mut infos = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
+    let several = sources.len() > 1;
+    let mut native = false;
+    if several {
+        for (i, role) in roles.iter().enumerate() {
+            if let (Role::Candidate, Some(&source), Some(name)) = (role, sources.get(i), set.files.get(i)) {
+                if !is_torch_name(name) && looks_like_model(source, name)? {
+                    native = true;
+                    break;
+                }
+            }
+        }
+    }
     for (i, role) in roles.iter().enumerate() {
         let (Role::Candidate, Some(&source), Some(name)) = (role, sources.get(i), set.files.get(i)) else {
             continue;
         };
         // A lone file is always read as a model, so it reports the reader's own error as before.
-        if sources.len() > 1 && !looks_like_model(source, name)? {
+        let torch = is_torch_name(name);
+        if several && ((torch && (native || !starts_as_zip(source)?)) || (!torch && !looks_like_model(source, name)?)) {
             set.ignored.push(name.clone());
             continue;
         }
-        let info = read_model(source, i)?;
+        let info = match read_model(source, i) {
+            // A pickled object that is not a state dict (`training_args.bin`) beside a checkpoint.
+            Err(FormatError::TorchUnreadable { .. }) if several && torch => {
+                set.ignored.push(name.clone());
+                continue;
+            }
+            other => other?,
+        };
         for t in &info.tensors {
             if let Some(&first) = owner.get(&t.name) {
                 return Err(FormatError::DuplicateTensor {
@@ -490,6 +526,7 @@ fn read_unindexed(
             owner.insert(t.name.clone(), i);
         }
         set.tensors.extend(info.tensors.iter().cloned());
+        set.skipped.extend(info.skipped.iter().cloned());
         infos.push((i, info));
     }
     if infos.is_empty() {
@@ -537,6 +574,16 @@ fn read_unindexed(
     }
     set.missing = missing.into_iter().collect();
     Ok(infos)
+}
+
+/// Whether a source starts with a zip's local header (reads 4 bytes).
+fn starts_as_zip(source: &dyn ByteSource) -> Result<bool, FormatError> {
+    if source.len() < 4 {
+        return Ok(false);
+    }
+    let mut head = [0u8; 4];
+    source.read_at(0, &mut head)?;
+    Ok(zip::is_zip(&head))
 }
 
 /// Whether a file not named by an index is a model file: by extension, or by its first bytes
