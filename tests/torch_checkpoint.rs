@@ -59,7 +59,8 @@ fn checkpoints_written_as_torch_save_does_give_numpys_statistics() {
             let message = match listed {
                 Ok(info) => {
                     let names: Vec<&str> = info.tensors.iter().map(|t| t.name.as_str()).collect();
-                    let want: Vec<&str> = case["tensors"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+                    let want: Vec<&str> =
+                        case["tensors"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
                     assert_eq!(names, want, "{file}");
                     report_of(vec![(file.to_string(), bytes)]).expect_err(file).to_string()
                 }
@@ -100,7 +101,8 @@ fn the_rust_writer_gives_the_same_report_as_safetensors_of_the_same_values() {
         let data = encode(&values, &dtype);
         let shape = [rows as u64, dim as u64];
         let pt = torch_zip_bytes(&[("embed_tokens.weight", dtype.clone(), &shape, &data)], TorchWrap::Model);
-        let st = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", dtype.clone(), rows, dim, &values)]);
+        let st =
+            safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", dtype.clone(), rows, dim, &values)]);
         let a = report_of(vec![("model.pt".into(), pt)]).unwrap();
         let b = report_of(vec![("model.safetensors".into(), st)]).unwrap();
         assert_eq!(a.tensor, "model.embed_tokens.weight");
@@ -133,7 +135,9 @@ fn in_a_folder_the_checkpoint_is_read_unless_safetensors_are_there() {
     let set = read_model_set(&refs).unwrap();
     assert_eq!(set.format, "pytorch");
     assert_eq!(set.tensors.len(), 1);
-    assert!(set.ignored.contains(&"training_args.bin".to_string()) && set.ignored.contains(&"optimizer.pt".to_string()));
+    assert!(
+        set.ignored.contains(&"training_args.bin".to_string()) && set.ignored.contains(&"optimizer.pt".to_string())
+    );
 
     let st = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::F32, 4, 8, &[0.5; 32])]);
     let set = sources(&[("model.safetensors", st), ("pytorch_model.bin", pt)]);
@@ -155,8 +159,9 @@ fn a_checkpoint_that_is_one_hostile_object_names_its_global() {
         assert!(err.to_string().contains(global), "{err}");
     }
     // Beside other values, an unknown global is a value, not an error.
-    let v = parse("t", b"\x80\x02}(X\x01\x00\x00\x00acbuiltins\neval\nX\x01\x00\x00\x001\x85RX\x01\x00\x00\x00bK\x07u.")
-        .unwrap();
+    let v =
+        parse("t", b"\x80\x02}(X\x01\x00\x00\x00acbuiltins\neval\nX\x01\x00\x00\x001\x85RX\x01\x00\x00\x00bK\x07u.")
+            .unwrap();
     let Value::Dict(items) = v else { panic!("{v:?}") };
     assert_eq!(items[0].1, Value::Unreadable { global: "builtins.eval".into() });
     assert_eq!(items[1].1, Value::Int(7));

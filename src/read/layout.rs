@@ -59,7 +59,7 @@ impl InterleavedSource {
             }
             row_bytes = row_bytes.checked_add(p.row_bytes).ok_or_else(|| bad("row size overflows".into()))?;
         }
-        if row_bytes == 0 || len % row_bytes != 0 {
+        if row_bytes == 0 || !len.is_multiple_of(row_bytes) {
             return Err(bad(format!("{len} bytes are not whole rows of {row_bytes}")));
         }
         Ok(Self { name: name.to_string(), parts, row_bytes, blocks, len, scratch: RefCell::new(Vec::new()) })

@@ -551,7 +551,7 @@ impl<'a> Parser<'a> {
     }
 
     fn set_items(&mut self, items: Vec<Slot>, op: &str) -> Result<(), FormatError> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(self.malformed(format!("{op} with an odd number of keys and values")));
         }
         let depth = items.iter().map(|s| s.depth + 1).max().unwrap_or(0);
