@@ -13,7 +13,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index onnx)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index onnx torch)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked

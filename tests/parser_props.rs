@@ -1,10 +1,10 @@
-//! Property tests of the four header parsers: arbitrary bytes and mutated valid
+//! Property tests of the header parsers (safetensors, GGUF, .npy, shard indexes, PyTorch zips): arbitrary bytes and mutated valid
 //! headers never panic, and whatever a parser accepts is consistent with the bytes it was given —
 //! every tensor's byte range lies inside its file and names a file that was given. The same
 //! parsers are fuzzed for longer by `fuzz/` (`scripts/fuzz.sh`).
 
 use orthoscope::fixtures::synth::{random_init, safetensors_bytes, TensorSpec};
-use orthoscope::fixtures::writers::{gguf_bytes, npy_bytes, GgufTensor};
+use orthoscope::fixtures::writers::{gguf_bytes, npy_bytes, torch_zip_bytes, GgufTensor, TorchWrap};
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::{read_model, DType, FormatError, ModelInfo};
 use orthoscope::read::source::{ByteSource, SliceSource};
@@ -98,8 +98,27 @@ fn valid_index(shard: &str) -> String {
     format!("{{\"metadata\": {{\"total_size\": 384}}, \"weight_map\": {{\"{EMBED}\": \"{shard}\", \"lm_head.weight\": \"{shard}\"}}}}")
 }
 
+/// A small PyTorch checkpoint; every byte of it is "header" (the pickle and the central directory
+/// sit on both sides of the storages).
+fn valid_torch() -> (Vec<u8>, usize) {
+    let data: Vec<u8> = random_init(8, 4, 3).iter().flat_map(|x| x.to_le_bytes()).collect();
+    let bytes = torch_zip_bytes(&[("embed_tokens.weight", DType::F32, &[8, 4], &data)], TorchWrap::Lightning);
+    let len = bytes.len();
+    (bytes, len)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn torch_checkpoints_never_panic_and_stay_in_the_file(m in mutation(), raw in proptest::collection::vec(any::<u8>(), 0..64)) {
+        let (bytes, header) = valid_torch();
+        check_one("m.pt", mutate(bytes.clone(), header, &m))?;
+        // Random bytes after the zip's start: its local header, then whatever follows.
+        let mut prefixed = bytes[..64].to_vec();
+        prefixed.extend(raw);
+        check_one("r.pt", prefixed)?;
+    }
 
     #[test]
     fn safetensors_headers_never_panic_and_stay_in_the_file(m in mutation(), raw in proptest::collection::vec(any::<u8>(), 0..64)) {

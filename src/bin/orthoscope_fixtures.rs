@@ -23,7 +23,9 @@ mod fixtures {
 
     use clap::{Parser, Subcommand};
     use orthoscope::fixtures::synth;
-    use orthoscope::fixtures::writers::{gguf_model_seeded, npy_bytes, npz_bytes, QUANT_TYPES};
+    use orthoscope::fixtures::writers::{
+        gguf_model_seeded, npy_bytes, npz_bytes, torch_zip_bytes, TorchWrap, QUANT_TYPES,
+    };
     use orthoscope::read::demo;
     use orthoscope::read::format::gguf::GGML_TYPES;
     use orthoscope::read::format::DType;
@@ -52,6 +54,23 @@ mod fixtures {
             #[arg(long, default_value_t = 1024)]
             dim: usize,
             #[arg(long, default_value = "BF16")]
+            dtype: String,
+            #[arg(long, default_value = "trained-like")]
+            kind: String,
+            #[arg(long, default_value_t = 1)]
+            seed: u64,
+        },
+        /// Write a PyTorch checkpoint as torch.save writes it (zip, protocol-2 pickle, storages stored
+        /// 64-byte aligned): `{"model": {"embed_tokens.weight": …}, "step": 5}`, --rows × --dim, which Orthoscope lists as
+        /// model.embed_tokens.weight.
+        GenerateTorch {
+            #[arg(long)]
+            out: PathBuf,
+            #[arg(long, default_value_t = 4096)]
+            rows: usize,
+            #[arg(long, default_value_t = 256)]
+            dim: usize,
+            #[arg(long, default_value = "bf16")]
             dtype: String,
             #[arg(long, default_value = "trained-like")]
             kind: String,
@@ -184,6 +203,14 @@ mod fixtures {
                     t.name,
                     layout.padding.iter().map(|(_, a, b)| b - a).sum::<u64>()
                 );
+            }
+            Command::GenerateTorch { out, rows, dim, dtype, kind, seed } => {
+                let dtype = demo::float_dtype(&dtype)?;
+                let values = demo::generate(&kind, rows, dim, seed)?;
+                let data = demo::encode(&values, &dtype);
+                let shape = [rows as u64, dim as u64];
+                let bytes = torch_zip_bytes(&[("embed_tokens.weight", dtype, &shape, &data)], TorchWrap::Model);
+                write(&out, &bytes)?;
             }
             Command::GenerateShards { dir, rows, dim, shards, no_index, dtype, kind, seed } => {
                 if shards == 0 {

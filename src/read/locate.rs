@@ -39,6 +39,10 @@ pub enum LocateError {
     /// The matrix has no rows or no columns.
     #[error("tensor '{tensor}' has shape {shape:?}: nothing to analyse")]
     Empty { tensor: String, shape: Vec<u64> },
+    /// The tensor asked for (or the one named like the input embedding) is in the file but cannot
+    /// be read in place ([`ModelInfo::skipped`]): `reason` says why and what to do.
+    #[error("tensor '{tensor}' in {file} cannot be read: {reason}")]
+    Unreadable { tensor: String, file: String, reason: String },
     /// The located embedding's element type cannot be decoded.
     #[error("tensor '{tensor}': {source}")]
     Decode { tensor: String, source: DecodeError },
@@ -325,10 +329,25 @@ pub fn choose(model: &ModelInfo, name: Option<&str>, file: &str) -> Result<(Tens
             .iter()
             .find(|t| t.name == name)
             .map(|t| (t.clone(), CHOSEN_BY_YOU.to_string()))
-            .ok_or_else(|| LocateError::TensorNotFound { name: name.to_string(), file: file.to_string() });
+            .ok_or_else(|| match model.skipped.iter().find(|s| s.name == name) {
+                Some(s) => {
+                    LocateError::Unreadable { tensor: s.name.clone(), file: file.to_string(), reason: s.reason.clone() }
+                }
+                None => LocateError::TensorNotFound { name: name.to_string(), file: file.to_string() },
+            });
     }
     let located = locate(model);
     located.embedding.and_then(|i| model.tensors.get(i)).map(|t| (t.clone(), located.reason.clone())).ok_or_else(|| {
+        // An embedding that is there but cannot be read says why, not "no embedding".
+        if let Some(s) =
+            model.skipped.iter().filter(|s| embedding_rank(&s.name).is_some()).min_by_key(|s| embedding_rank(&s.name))
+        {
+            return LocateError::Unreadable {
+                tensor: s.name.clone(),
+                file: file.to_string(),
+                reason: s.reason.clone(),
+            };
+        }
         // A file whose only matrix-like tensor is broken should say so, not "no embedding".
         let hinted = model.embedding_hint.as_ref().and_then(|h| model.tensors.iter().find(|t| t.name == h.tensor));
         match hinted.or_else(|| model.tensors.iter().find(|t| EMBEDDING_NAMES.contains(&t.name.as_str()))) {

@@ -11,9 +11,11 @@ pub mod mlx;
 pub mod npy;
 pub mod npz;
 pub mod onnx;
+pub mod pickle;
 pub mod safetensors;
 pub mod set;
 pub mod sniff;
+pub mod torch;
 pub mod zip;
 
 use serde::{Deserialize, Serialize};
@@ -384,6 +386,20 @@ pub struct ModelInfo {
     /// data); empty once a set is read.
     #[serde(default)]
     pub external: Vec<ExternalData>,
+    /// Entries that may hold tensors but cannot be read in place (a PyTorch checkpoint's
+    /// non-contiguous view, an object of a class Orthoscope does not rebuild), with the reason:
+    /// named when the user or the embedding's name asks for one of them.
+    #[serde(default)]
+    pub skipped: Vec<SkippedTensor>,
+}
+
+/// A tensor (or an entry that may hold tensors) a format reader found but cannot read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedTensor {
+    /// Its name, as it would be listed.
+    pub name: String,
+    /// Why it cannot be read, and what to do.
+    pub reason: String,
 }
 
 /// Why rows could not be decoded.
@@ -591,30 +607,60 @@ pub enum FormatError {
     /// An ONNX external-data location that does not name a file beside the model.
     #[error("{file}: ONNX initializer '{tensor}' keeps its data in '{location}', which Orthoscope does not open: {why}; external data must be a file in the model's folder")]
     OnnxExternalPath { file: String, tensor: String, location: String, why: String },
-    /// No zip end-of-central-directory record in the file's last 64 KiB: the archive is cut short
-    /// (its directory is at its end) or not a zip.
-    #[error("{file}: no zip end-of-central-directory record at the end of the file: the archive is truncated or damaged; download or save it again")]
-    ZipNoEndRecord { file: String },
-    /// A zip record (end record, ZIP64 record, central directory entry, local header) is not
-    /// what it should be at `offset`.
-    #[error("{file}: zip archive damaged at offset {offset}: {what}; download or save it again")]
-    ZipBadRecord { file: String, offset: u64, what: String },
-    /// A zip record or a member's data runs past the end of the file.
-    #[error("{file}: {what} ({len} bytes at offset {offset}) runs past the end of the file ({file_len} bytes): the archive is truncated; download or save it again")]
-    ZipPastEof { file: String, what: String, offset: u64, len: u64, file_len: u64 },
-    /// A zip count or size beyond a fixed limit of this reader ([`zip::MAX_ENTRIES`],
-    /// [`zip::MAX_CENTRAL_DIRECTORY_BYTES`]).
-    #[error("{file}: the zip archive declares {value} {what}, over this reader's limit of {limit} (corrupt or hostile file)")]
-    ZipOverLimit { file: String, what: String, value: u64, limit: u64 },
-    /// A zip feature this reader does not support (split archives, encryption).
-    #[error("{file}: {what} is not supported; extract the arrays and give them as .npy or .safetensors files")]
-    ZipUnsupported { file: String, what: String },
     /// An `.npz` member compressed other than stored or deflated (`np.savez` writes only these).
     #[error("{file}: member '{member}' uses zip compression method {method}; Orthoscope reads stored (0) and deflated (8) members: re-save with np.savez or np.savez_compressed")]
     NpzUnsupportedMethod { file: String, member: String, method: u16 },
     /// A stored `.npz` member whose compressed and uncompressed sizes differ.
     #[error("{file}: member '{member}' is stored (not compressed) but its zip entry gives {compressed} compressed and {uncompressed} uncompressed bytes; the archive is damaged: save it again")]
     NpzStoredSizes { file: String, member: String, compressed: u64, uncompressed: u64 },
+    /// No zip end of central directory record in the file's last 64 KiB + 22 bytes.
+    #[error("{file}: no zip end of central directory record in the last 65 557 bytes of its {file_len}; the archive is truncated (download it again) or not a zip")]
+    ZipNoEndRecord { file: String, file_len: u64 },
+    /// A zip record runs past the end of the file.
+    #[error("{file}: zip {what} at offset {offset} runs past the end of the file ({file_len} bytes); the archive is truncated or corrupt, download it again")]
+    ZipTruncated { file: String, what: String, offset: u64, file_len: u64 },
+    /// A zip record does not start with its signature.
+    #[error("{file}: no zip {what} signature at offset {offset} (corrupt archive, or data prepended to it)")]
+    ZipBadSignature { file: String, what: String, offset: u64 },
+    /// A count or length of the zip's records beyond a fixed sanity limit of the zip reader.
+    #[error("{file}: zip {what} (record at offset {offset}) is {value}, over this reader's limit of {limit} (corrupt or hostile archive)")]
+    ZipOverLimit { file: String, what: String, offset: u64, value: u64, limit: u64 },
+    /// The central directory's place, as the end record gives it, is not inside the file.
+    #[error("{file}: the zip central directory ({size} bytes at offset {offset}) does not end before its end record at {end} (corrupt archive)")]
+    ZipDirectoryOutOfBounds { file: String, offset: u64, size: u64, end: u64 },
+    /// An archive split over several disks.
+    #[error("{file}: the zip end record at offset {offset} says the archive spans several disks; join the parts into one zip")]
+    ZipMultiDisk { file: String, offset: u64 },
+    /// An encrypted zip member.
+    #[error("{file}: zip entry '{entry}' is encrypted; extract it with its password and give the files inside")]
+    ZipEncrypted { file: String, entry: String },
+    /// A zip member's data runs past the end of the file.
+    #[error("{file}: zip entry '{entry}': {size} bytes of data from offset {offset} run past the end of the file ({file_len} bytes); the archive is truncated, download it again")]
+    ZipEntryPastEof { file: String, entry: String, offset: u64, size: u64, file_len: u64 },
+    /// A pickle stream (a torch checkpoint's `data.pkl`) ends inside an opcode or before `STOP`.
+    #[error("{file}: the pickle ends inside {what} at offset {offset} ({len} bytes in all); the checkpoint is truncated or corrupt, save or download it again")]
+    PickleTruncated { file: String, what: String, offset: u64, len: u64 },
+    /// A count, length or depth of a pickle beyond a fixed sanity limit of the pickle parser.
+    #[error("{file}: pickle {what} at offset {offset} is {value}, over this reader's limit of {limit} (corrupt or hostile file; nothing in it was run)")]
+    PickleOverLimit { file: String, what: String, offset: u64, value: u64, limit: u64 },
+    /// An opcode the pickle parser does not read (protocol 0/1 text opcodes, or not a pickle opcode).
+    #[error("{file}: pickle opcode 0x{opcode:02x} at offset {offset} is not one torch.save writes (protocols 2–5); re-save the checkpoint with a current torch.save")]
+    PickleBadOpcode { file: String, offset: u64, opcode: u8 },
+    /// A pickle whose opcodes do not fit together (a stack underflow, a SETITEM on a list, a memo
+    /// key never stored, …).
+    #[error("{file}: malformed pickle at offset {offset}: {reason} (corrupt or hostile file; nothing in it was run)")]
+    PickleMalformed { file: String, offset: u64, reason: String },
+    /// A torch checkpoint saved on a big-endian machine (`<archive>/byteorder` says `big`).
+    #[error("{file}: the checkpoint was saved big-endian ({entry} says \"big\"); Orthoscope reads little-endian data: load it with torch and save it again on a little-endian machine (x86, ARM)")]
+    TorchBigEndian { file: String, entry: String },
+    /// A torch checkpoint's `data.pkl` is compressed with a method other than deflate, or larger
+    /// than [`pickle::MAX_PICKLE_BYTES`] once inflated.
+    #[error("{file}: {entry}: {reason}")]
+    TorchBadPickleEntry { file: String, entry: String, reason: String },
+    /// The checkpoint's top-level object is built by a class Orthoscope does not rebuild (nothing
+    /// of it was run), so no tensor can be found in it.
+    #[error("{file}: the checkpoint holds {global}, which Orthoscope does not rebuild (it never runs code from a pickle); save a state dict instead: torch.save(model.state_dict(), path)")]
+    TorchUnreadable { file: String, global: String },
     /// Bytes could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -631,7 +677,8 @@ fn gguf_version_hint(version: u32) -> &'static str {
     }
 }
 
-/// Reads the header of a single model file, choosing the format by its first bytes: `GGUF` →
+/// Reads the header of a single model file, choosing the format by its first bytes: a zip →
+/// [`zip_model`] (a PyTorch checkpoint), `GGUF` →
 /// [`gguf`], `\x93NUMPY` → [`npy`], a plausible safetensors length followed by `{` →
 /// [`safetensors`], and by its name: a `.onnx` that sniff does not call foreign → [`onnx`].
 /// Anything else is first looked at by [`sniff`], so that a PyTorch checkpoint, an
@@ -647,6 +694,11 @@ pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, For
     let head = buf.get_mut(..n).unwrap_or(&mut []);
     source.read_at(0, head)?;
     let onnx_name = source.name().to_ascii_lowercase().ends_with(".onnx");
+    if zip::is_zip(head) {
+        if let Some(info) = zip_model(source, file)? {
+            return Ok(info);
+        }
+    }
     if head.starts_with(gguf::MAGIC) {
         gguf::read_gguf(source, file).map(|(info, _)| info)
     } else if head.starts_with(npy::MAGIC) {
@@ -679,11 +731,10 @@ pub fn read_model(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, For
     }
 }
 
-/// A zip archive: an `.npz` is read ([`npz`]); any other kind is named by [`sniff`]. An archive
-/// whose directory cannot be read is named too, with why it could not be read.
+/// A zip archive that [`zip_model`] does not read: named by [`sniff`], with why an `.npz` whose
+/// directory cannot be read was not read.
 fn read_zip(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, FormatError> {
     match zip::read_entries(source) {
-        Ok(entries) if npz::is_npz(&entries) => npz::read_npz(source, file, &entries),
         Ok(_) => {
             sniff::check(source)?;
             safetensors::read_header(source, file)
@@ -696,6 +747,22 @@ fn read_zip(source: &dyn ByteSource, file: usize) -> Result<ModelInfo, FormatErr
             None => Err(error),
         },
     }
+}
+
+/// A zip archive read as the model format its entries say: a PyTorch checkpoint when it has an
+/// `<archive>/data.pkl`, an `.npz` when its members are `.npy` files. `None` when it is neither,
+/// or its central directory cannot be read (then [`read_zip`] and [`sniff`] name what it is).
+pub fn zip_model(source: &dyn ByteSource, file: usize) -> Result<Option<ModelInfo>, FormatError> {
+    let Ok(entries) = zip::read_entries(source) else {
+        return Ok(None);
+    };
+    if let Some(pkl) = torch::pickle_entry(&entries) {
+        return torch::read_checkpoint(source, file, &entries, pkl).map(Some);
+    }
+    if npz::is_npz(&entries) {
+        return npz::read_npz(source, file, &entries).map(Some);
+    }
+    Ok(None)
 }
 
 /// Whether `head` (a file's first bytes) starts like a safetensors file of `file_len` bytes: a

@@ -27,7 +27,10 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{gguf, mlx, npy, read_model, sniff, EmbeddingHint, FormatError, ModelInfo, ShapeHints, TensorInfo};
+use super::{
+    gguf, mlx, npy, read_model, sniff, zip, EmbeddingHint, FormatError, ModelInfo, ShapeHints, SkippedTensor,
+    TensorInfo,
+};
 use crate::read::source::{base_name, ByteSource, MAX_JSON_BYTES};
 use crate::read::vocab;
 
@@ -54,7 +57,18 @@ const NOT_INDEX_JSON: &[&str] = &[
 
 /// Extensions that mark a file as a model even if its first bytes are wrong, so a broken model
 /// file reports its own error instead of being ignored.
-const MODEL_EXTENSIONS: &[&str] = &[".safetensors", ".gguf", ".npy", ".onnx", ".npz"];
+const MODEL_EXTENSIONS: &[&str] = &[".safetensors", ".gguf", ".npy", ".npz", ".onnx", ".bin", ".pt", ".pth", ".ckpt"];
+
+/// Extensions of PyTorch checkpoints. Among several files these are read only when nothing else is
+/// a model file (a Hugging Face folder's `pytorch_model.bin` is the pickled copy of its
+/// safetensors) and only when they are zips (`training_args.bin` and `optimizer.pt` sit beside
+/// real checkpoints).
+const TORCH_EXTENSIONS: &[&str] = &[".bin", ".pt", ".pth", ".ckpt"];
+
+fn is_torch_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    TORCH_EXTENSIONS.iter().any(|e| lower.ends_with(e))
+}
 
 /// Split names with more parts than this are not expanded into a list of missing files (a hostile
 /// name like `x-00001-of-99999.gguf` would otherwise list 99998 of them).
@@ -92,6 +106,9 @@ pub struct ModelSet {
     /// Given files that hold an ONNX model's external data (read as tensors' bytes, never as models).
     #[serde(default)]
     pub external_data: Vec<String>,
+    /// What the model files hold but cannot be read in place ([`ModelInfo::skipped`]).
+    #[serde(default)]
+    pub skipped: Vec<SkippedTensor>,
 }
 
 impl ModelSet {
@@ -109,6 +126,7 @@ impl ModelSet {
             vocab: self.vocab.clone(),
             hints: self.hints,
             embedding_hint: self.embedding_hint.clone(),
+            skipped: self.skipped.clone(),
             external: Vec::new(),
             ..ModelInfo::default()
         }
@@ -478,6 +496,7 @@ fn read_indexed(
         drop(listed);
         // Tensors the index puts elsewhere (or nowhere) are not this shard's to give. Moved, not
         // cloned: only the shard's format and vocabulary are needed from `info` later.
+        set.skipped.extend(info.skipped.iter().filter(|t| wanted.binary_search(&t.name.as_str()).is_ok()).cloned());
         set.tensors.extend(
             std::mem::take(&mut info.tensors).into_iter().filter(|t| wanted.binary_search(&t.name.as_str()).is_ok()),
         );
@@ -495,6 +514,20 @@ fn read_unindexed(
 ) -> Result<Vec<(usize, ModelInfo)>, FormatError> {
     let mut infos = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
+    let several = sources.len() > 1;
+    // A PyTorch checkpoint among several files is read only when no other file is a model file
+    // (see TORCH_EXTENSIONS).
+    let mut native = false;
+    if several {
+        for (i, role) in roles.iter().enumerate() {
+            if let (Role::Candidate, Some(&source), Some(name)) = (role, sources.get(i), set.files.get(i)) {
+                if !is_torch_name(name) && looks_like_model(source, name)? {
+                    native = true;
+                    break;
+                }
+            }
+        }
+    }
     // ONNX models first: the files their external data names are the tensors' bytes, never
     // models or ignored files, wherever they come in the list.
     let mut onnx: BTreeMap<usize, ModelInfo> = BTreeMap::new();
@@ -520,11 +553,21 @@ fn read_unindexed(
             Some(info) => info,
             None => {
                 // A lone file is always read as a model, so it reports the reader's own error as before.
-                if sources.len() > 1 && !looks_like_model(source, name)? {
+                let torch = is_torch_name(name);
+                if several
+                    && ((torch && (native || !starts_as_zip(source)?)) || (!torch && !looks_like_model(source, name)?))
+                {
                     set.ignored.push(name.clone());
                     continue;
                 }
-                read_model(source, i)?
+                match read_model(source, i) {
+                    // A pickled object that is not a state dict (`training_args.bin`) beside a checkpoint.
+                    Err(FormatError::TorchUnreadable { .. }) if several && torch => {
+                        set.ignored.push(name.clone());
+                        continue;
+                    }
+                    other => other?,
+                }
             }
         };
         if set.embedding_hint.is_none() {
@@ -541,6 +584,7 @@ fn read_unindexed(
             owner.insert(t.name.clone(), i);
         }
         set.tensors.extend(info.tensors.iter().cloned());
+        set.skipped.extend(info.skipped.iter().cloned());
         infos.push((i, info));
     }
     if infos.is_empty() {
@@ -642,6 +686,16 @@ fn place_external(
         }
     }
     Ok(())
+}
+
+/// Whether a source starts with a zip's local header (reads 4 bytes).
+fn starts_as_zip(source: &dyn ByteSource) -> Result<bool, FormatError> {
+    if source.len() < 4 {
+        return Ok(false);
+    }
+    let mut head = [0u8; 4];
+    source.read_at(0, &mut head)?;
+    Ok(zip::is_zip(&head))
 }
 
 /// Whether a file not named by an index is a model file: by extension, or by its first bytes

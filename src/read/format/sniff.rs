@@ -115,9 +115,16 @@ impl ForeignKind {
                 "the repository was cloned without Git LFS; run `git lfs install && git lfs pull` in the clone, \
                  or download {file} directly"
             ),
-            ForeignKind::PyTorchZip | ForeignKind::PyTorchLegacy => {
-                format!("Orthoscope never unpickles files (loading a pickle can run code); {convert_torch}")
-            }
+            // Readable torch.save zips never get here (format::zip_model reads them): this one's
+            // central directory could not be read.
+            ForeignKind::PyTorchZip => format!(
+                "Orthoscope reads torch.save checkpoints in place, but this one's zip central directory could not \
+                 be read (an interrupted download or copy?); download {file} again, or {convert_torch}"
+            ),
+            ForeignKind::PyTorchLegacy => format!(
+                "Orthoscope reads only the zip checkpoints torch.save writes since PyTorch 1.6, and never unpickles \
+                 files (loading a pickle can run code); re-save it with a current torch.save, or {convert_torch}"
+            ),
             ForeignKind::Pickle => format!(
                 "Orthoscope never unpickles files (loading a pickle can run code); if it holds PyTorch tensors, \
                  {convert_torch}"
