@@ -206,7 +206,8 @@ fn damaged_archives_name_the_file_and_the_member() {
     let cd = big.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
     big[cd + 20..cd + 28].copy_from_slice(&[0xF0, 0xFF, 0xFF, 0x0F, 0xF0, 0xFF, 0xFF, 0x0F]);
     let e = read_model(&SliceSource::new("long.npz", big), 0).unwrap_err();
-    assert!(matches!(e, FormatError::ZipEntryPastEof { .. }), "{e}");
+    // The zip reader refuses the directory; the archive is then named as an .npz, with why.
+    assert!(matches!(e, FormatError::Foreign { .. }) && e.to_string().contains("past the end"), "{e}");
     assert!(e.to_string().starts_with("long.npz") && e.to_string().contains("'W_dec.npy'"), "{e}");
 
     // A bad npy header inside a stored member names the member.

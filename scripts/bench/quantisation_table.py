@@ -55,7 +55,8 @@ def gguf_file(path, emb, qtype):
 
     w = gguf.GGUFWriter(path, "bert")
     data = gguf.quants.quantize(emb, qtype)
-    w.add_tensor("token_embd.weight", data, raw_shape=emb.shape, raw_dtype=qtype)
+    # The quantised array is (rows, bytes a row): gguf-py derives the element shape from it.
+    w.add_tensor("token_embd.weight", data, raw_dtype=qtype)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -160,8 +161,8 @@ def main():
         if isinstance(r, str):
             print(f"| {name} | {r} | | | | | |")
             continue
-        print(f"| {name} (`{r['dtype']}`) | {r['epsilon']:.5f} | {r['epsilon'] - b['epsilon']:+.5f} | {r['mu']:.5f} | "
-              f"{r['mu'] - b['mu']:+.5f} | {r['sigma']:.5f} | {r['sigma'] - b['sigma']:+.5f} |")
+        print(f"| {name} (`{r['dtype']}`, {r['rows']} × {r['dim']}) | {r['epsilon']:.5f} | {r['epsilon'] - b['epsilon']:+.1e} | {r['mu']:.5f} | "
+              f"{r['mu'] - b['mu']:+.1e} | {r['sigma']:.5f} | {r['sigma'] - b['sigma']:+.1e} |")
 
 
 if __name__ == "__main__":
