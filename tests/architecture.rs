@@ -588,10 +588,7 @@ fn the_core_has_no_browser_types() {
 /// project's history, or a path outside the repository.
 fn history_in(comment: &str) -> Option<&'static str> {
     let lower = comment.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !(is_ident(c) || c == '#'))
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words: Vec<&str> = lower.split(|c: char| !(is_ident(c) || c == '#')).filter(|w| !w.is_empty()).collect();
     let number = |w: &str| {
         let w = w.strip_prefix('#').unwrap_or(w);
         !w.is_empty() && w.chars().all(|c| c.is_ascii_digit())
@@ -807,7 +804,9 @@ fn fixtures_and_hooks_are_never_on_in_a_release_build() {
     for (table, key, value) in &manifest {
         let named = quoted(value);
         if table == "features" && !TEST_ONLY.contains(&key.as_str()) {
-            for f in named.iter().filter(|f| TEST_ONLY.iter().any(|t| f.as_str() == *t || f.ends_with(&format!("/{t}")))) {
+            for f in
+                named.iter().filter(|f| TEST_ONLY.iter().any(|t| f.as_str() == *t || f.ends_with(&format!("/{t}"))))
+            {
                 broken.push(format!(
                     "Cargo.toml [features] {key} turns on `{f}`, a test-only feature: {}",
                     if key == "default" { "every build would have it" } else { "a build with it would too" }
@@ -845,9 +844,9 @@ fn fixtures_and_hooks_are_never_on_in_a_release_build() {
         let (name, path) = (quoted(name).concat(), quoted(path).concat());
         let requires = get("required-features").map(quoted).unwrap_or_default();
         let Some(src) = sources.iter().find(|s| s.path == path) else { continue };
-        let uses_fixtures = tokens(&src.code)
-            .windows(3)
-            .any(|w| w[0].1 == Tok::Ident("orthoscope".into()) && w[1].1 == Tok::Path && w[2].1 == Tok::Ident("fixtures".into()));
+        let uses_fixtures = tokens(&src.code).windows(3).any(|w| {
+            w[0].1 == Tok::Ident("orthoscope".into()) && w[1].1 == Tok::Path && w[2].1 == Tok::Ident("fixtures".into())
+        });
         if uses_fixtures && !requires.contains(&"fixtures".to_string()) {
             broken.push(format!(
                 "Cargo.toml [[bin]] {name} ({path}) uses orthoscope::fixtures without \
@@ -858,7 +857,8 @@ fn fixtures_and_hooks_are_never_on_in_a_release_build() {
     let lib = sources.iter().find(|s| s.path == "src/lib.rs").unwrap_or_else(|| panic!("no src/lib.rs"));
     let gates = gated(&lib.code, &lib.with_literals, |p| needs_feature(p, "fixtures"));
     let toks = tokens(&lib.code);
-    let module = toks.windows(2).find(|w| w[0].1 == Tok::Ident("mod".into()) && w[1].1 == Tok::Ident("fixtures".into()));
+    let module =
+        toks.windows(2).find(|w| w[0].1 == Tok::Ident("mod".into()) && w[1].1 == Tok::Ident("fixtures".into()));
     let module = module.unwrap_or_else(|| panic!("src/lib.rs declares no `mod fixtures`"));
     if !gates.iter().any(|g| g.contains(&module[0].0)) {
         broken.push(format!("{}: `mod fixtures` is not behind #[cfg(feature = \"fixtures\")]", lib.at(module[0].0)));
