@@ -86,9 +86,21 @@ fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-/// Comments and literals of Rust (and WGSL) text: returns (code with both blanked, code with only
-/// comments blanked, string literal ranges, comment lines).
-fn lex(text: &str) -> (Vec<char>, Vec<char>, Vec<Range<usize>>, Vec<(usize, String)>) {
+/// A text's comments and literals, apart from its code (blanked to spaces, newlines kept, so that
+/// offsets and lines stay the original's).
+struct Lexed {
+    /// Comments and the contents of literals blanked.
+    code: Vec<char>,
+    /// Only comments blanked.
+    with_literals: Vec<char>,
+    /// String literals, quotes included.
+    literals: Vec<Range<usize>>,
+    /// Each line of each comment: (line number, text).
+    comments: Vec<(usize, String)>,
+}
+
+/// Rust (or WGSL) text lexed: line and nested block comments, strings, raw strings, chars.
+fn lex(text: &str) -> Lexed {
     let s: Vec<char> = text.chars().collect();
     let n = s.len();
     let mut code = s.clone();
@@ -174,7 +186,7 @@ fn lex(text: &str) -> (Vec<char>, Vec<char>, Vec<Range<usize>>, Vec<(usize, Stri
             i += 1;
         }
     }
-    (code, with_literals, literals, comments)
+    Lexed { code, with_literals, literals, comments }
 }
 
 /// The end of a raw string (`r"…"`, `r#"…"#`, `br"…"`) starting at `i`, if one does.
@@ -344,7 +356,7 @@ fn sources() -> Vec<Source> {
         .map(|p| {
             let text = fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             let rel = p.strip_prefix(root).unwrap_or(p).to_string_lossy().replace('\\', "/");
-            let (mut code, mut with_literals, literals, comments) = lex(&text);
+            let Lexed { mut code, mut with_literals, literals, comments } = lex(&text);
             let tests = gated(&code, &with_literals, needs_test);
             blank_ranges(&mut code, &tests);
             blank_ranges(&mut with_literals, &tests);
