@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 2 (and .ci/run): every test there is, on a fresh machine.
-#   1. native unit and integration tests of the pure core (cargo test), and the GPU Gram pass on
-#      Mesa's lavapipe (cargo feature gpu);
+#   1. native unit and integration tests of the pure core (cargo test, which lists the GPU tests as
+#      ignored), and the GPU Gram pass on Mesa's lavapipe (cargo feature gpu, the ignored tests);
 #   2. wasm tests in headless Chromium (SIMD kernels, Blob reading in a worker; the kernel benchmarks
 #      are #[ignore]d here and run by scripts/bench.sh);
 #   3. the release build of the page (trunk), with a check that the worker really contains simd128,
@@ -19,7 +19,10 @@ cargo test --locked
 
 step "the GPU Gram pass (WGSL through wgpu) on Mesa's software Vulkan adapter"
 # wgpu wants a private runtime directory; lavapipe is the adapter a machine without a GPU has.
-XDG_RUNTIME_DIR=$(mktemp -d) WGPU_BACKEND=vulkan cargo test --locked --features "gpu fixtures" --test gpu_gram --test gpu_pass
+# The GPU tests are #[ignore]d (a plain cargo test has no adapter to promise): run here, once, where
+# a missing adapter fails them. The two by-hand ones (a timing, a pass of minutes) are skipped.
+XDG_RUNTIME_DIR=$(mktemp -d) WGPU_BACKEND=vulkan cargo test --locked --features "gpu fixtures" --test gpu_gram --test gpu_pass \
+  -- --ignored --skip widest_pass_finishes_within_its_memory --skip timing_4096_by_1024
 
 step "wasm tests in headless Chromium"
 # The runner's default limit is 20 s for the whole file, which a slow CI machine can exceed.
