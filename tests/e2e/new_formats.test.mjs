@@ -4,26 +4,33 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { readdirSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { serve, openApp, analyseFiles, cli, cliReport, OUT, ROOT } from "./harness.mjs";
 
 let server;
-before(async () => { server = await serve(join(ROOT, "dist")); });
+before(async () => {
+  mkdirSync(OUT, { recursive: true });
+  server = await serve(join(ROOT, "dist"));
+});
 after(() => server?.close());
 
-const exactly = (a, b, what) => assert.ok(Math.abs(a - b) <= 1e-9, `${what}: browser ${a} CLI ${b}`);
+// Both passes are exact; the page's simd128 f32 tiles and the CLI's AVX2 ones add in different
+// orders, so they agree to rounding, not bit for bit (1e-9 on these matrices; 2e-9 was seen at
+// 256 × 20, where each cosine is a sum of 20 products).
+const within = (tolerance) => (a, b, what) => assert.ok(Math.abs(a - b) <= tolerance, `${what}: browser ${a} CLI ${b}`);
+const exactly = within(1e-9);
 const filesIn = (dir) => readdirSync(dir).sort().map((f) => join(dir, f));
 
-async function sameAsCli(files, check) {
+async function sameAsCli(files, check, close = exactly) {
   const want = cliReport(...(Array.isArray(files) ? files : [files]));
   const b = await openApp(server);
   try {
     const r = await analyseFiles(b.page, files);
     assert.equal(r.status, "done", r.text);
     assert.equal(r.report.exact, true);
-    exactly(r.report.epsilon, want.epsilon, "ε");
-    exactly(r.report.mu, want.mu, "μ");
+    close(r.report.epsilon, want.epsilon, "ε");
+    close(r.report.mu, want.mu, "μ");
     assert.equal(r.report.dtype, want.dtype);
     assert.equal(r.report.quantised, want.quantised);
     await check(r, b);
@@ -65,7 +72,7 @@ test("an IQ4_XS GGUF equals the CLI", async () => {
   await sameAsCli(path, (r) => {
     assert.equal(r.report.dtype, "IQ4_XS");
     assert.equal(r.report.quantised, true);
-  });
+  }, within(1e-8));
 });
 
 // ONNX fixtures written by onnx's own helpers (tests/oracle/onnx_writer.py, in the oracle venv).
@@ -83,9 +90,9 @@ test("an ONNX export with its external data file, and an int8 one behind Dequant
   await sameAsCli(external, (r) => {
     assert.equal(r.report.tensor, "model.embed_tokens.weight");
     assert.ok(Math.abs(r.report.epsilon - cases.external.eps) < 1e-7, `ε ${r.report.epsilon} vs numpy ${cases.external.eps}`);
-  });
+  }, within(1e-8));
   await sameAsCli(join(dir, cases.int8_dq.files[0]), (r) => {
     assert.equal(r.report.dtype, "int8 (DequantizeLinear)");
     assert.equal(r.report.quantised, true);
-  });
+  }, within(1e-8));
 });
