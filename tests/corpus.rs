@@ -127,6 +127,13 @@ fn table() -> Vec<(&'static str, Check)> {
         ("npy-one-row", fails!(Error::TooFewRows { kept: 1, .. })),
         ("npy-truncated-preamble", format_err!(F::NpyTruncated { .. })),
         ("index-dotdot-path", REPORT),
+        ("torch-valid", REPORT),
+        ("torch-cut-short", foreign!(ForeignKind::PyTorchZip)),
+        ("torch-os-system", format_err!(F::TorchUnreadable { .. })),
+        ("npz-compressed-valid", REPORT),
+        ("npz-cut-short", foreign!(ForeignKind::Npz)),
+        ("mlx-scales-short", fails!(Error::Locate(LocateError::Decode { .. }))),
+        ("onnx-not-protobuf", format_err!(F::OnnxMalformed { .. })),
         ("gguf-split-count-mismatches-name", format_err!(F::SplitCountMismatchesName { count: 3, name_count: 2, .. })),
         (
             "gguf-split-counts-disagree",

@@ -79,6 +79,12 @@ fn without_a_config_the_shapes_decide_and_the_name_says_so() {
         DType::MlxAffine(a) => assert!(a.inferred && a.bits == 4 && a.group == 64),
         other => panic!("{other:?}"),
     }
+    assert_eq!(t.dtype.name(), "mlx-q4-g64, inferred");
+    let config = AnalysisConfig { precision: Precision::F64, ..AnalysisConfig::default() };
+    let (job, _) = Job::open(sources(&files), None, config).unwrap();
+    let r = job.run().unwrap().report(0.0).unwrap();
+    let note = orthoscope::result::text::quantised_note(&r).unwrap();
+    assert!(note.contains("inferred from the tensors' shapes"), "{note}");
     // The scales and biases are part of the view, not tensors of their own.
     assert!(!opened.tensors.iter().any(|t| t.name.ends_with(".scales") || t.name.ends_with(".biases")));
 }

@@ -121,8 +121,13 @@ pub fn not_the_embedding(r: &Report) -> Option<String> {
 /// What the card and the CLI say of a quantised tensor: its ε is that of the stored values.
 pub fn quantised_note(r: &Report) -> Option<String> {
     r.quantised.then(|| {
+        let guessed = if r.dtype.ends_with(", inferred") {
+            "; its bits and group size were inferred from the tensors' shapes (no quantization in a config.json): give the model's config.json with it to be sure"
+        } else {
+            ""
+        };
         format!(
-            "the weights are stored quantised ({}): this ε is that of the quantised values, which can differ from the model as trained",
+            "the weights are stored quantised ({}): this ε is that of the quantised values, which can differ from the model as trained{guessed}",
             r.dtype
         )
     })

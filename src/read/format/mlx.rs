@@ -83,11 +83,36 @@ impl Affine {
         (self.group as u64, self.packed_bytes() + 2 * self.scale.bytes())
     }
 
-    /// The stored type's name, as the report shows it ("mlx-q4-g64").
+    /// The stored type's name, as the report shows it ("mlx-q4-g64"); "mlx-q4-g64, inferred" when
+    /// no config said the bits and group size: the shapes can fit another reading, which gives
+    /// another matrix, so the card must say it was a guess.
     pub fn name(&self) -> &'static str {
-        NAMES.iter().find(|(b, g, _)| *b == self.bits && *g == self.group).map(|(_, _, n)| *n).unwrap_or("mlx-affine")
+        let names = if self.inferred { &INFERRED_NAMES } else { &NAMES };
+        names.iter().find(|(b, g, _)| *b == self.bits && *g == self.group).map(|(_, _, n)| *n).unwrap_or("mlx-affine")
     }
 }
+
+/// [`NAMES`] for bits and group sizes inferred from the shapes.
+const INFERRED_NAMES: [(u8, u32, &str); 18] = [
+    (2, 32, "mlx-q2-g32, inferred"),
+    (2, 64, "mlx-q2-g64, inferred"),
+    (2, 128, "mlx-q2-g128, inferred"),
+    (3, 32, "mlx-q3-g32, inferred"),
+    (3, 64, "mlx-q3-g64, inferred"),
+    (3, 128, "mlx-q3-g128, inferred"),
+    (4, 32, "mlx-q4-g32, inferred"),
+    (4, 64, "mlx-q4-g64, inferred"),
+    (4, 128, "mlx-q4-g128, inferred"),
+    (5, 32, "mlx-q5-g32, inferred"),
+    (5, 64, "mlx-q5-g64, inferred"),
+    (5, 128, "mlx-q5-g128, inferred"),
+    (6, 32, "mlx-q6-g32, inferred"),
+    (6, 64, "mlx-q6-g64, inferred"),
+    (6, 128, "mlx-q6-g128, inferred"),
+    (8, 32, "mlx-q8-g32, inferred"),
+    (8, 64, "mlx-q8-g64, inferred"),
+    (8, 128, "mlx-q8-g128, inferred"),
+];
 
 /// Every (bits, group) name, so that [`DType::name`] can lend a `&'static str`.
 const NAMES: [(u8, u32, &str); 18] = [
