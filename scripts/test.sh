@@ -15,6 +15,8 @@ export PATH="$HOME/.cargo/bin:$PWD/node_modules/.bin:$PATH"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "native tests"
+# The format tests' independent oracles (gguf-py, numpy, onnx from PyPI), made once up front.
+bash scripts/oracle_venv.sh >/dev/null
 cargo test --locked
 
 step "the GPU Gram pass (WGSL through wgpu) on Mesa's software Vulkan adapter"
