@@ -39,6 +39,15 @@ fi
 # The ONNX target starts from the protobuf prefix sniff knows (ir_version 8, a producer, a graph).
 mkdir -p "$seeds/onnx"
 [ -f "$seeds/onnx/minimal" ] || printf '\x08\x08\x12\x07pytorch:\x02\x0a\x00' > "$seeds/onnx/minimal"
+# The torch target starts from the corpus's checkpoints (a valid one, one cut short, one os.system call).
+mkdir -p "$seeds/torch"
+if [ -z "$(ls -A "$seeds/torch")" ]; then
+  cargo build --release --features fixtures --bin orthoscope-fixtures
+  generated=$(mktemp -d)
+  "${CARGO_TARGET_DIR:-target}/release/orthoscope-fixtures" corpus --out "$generated" >/dev/null
+  for f in "$generated"/torch-*/*.pt; do cp "$f" "$seeds/torch/$(basename "$(dirname "$f")")"; done
+  rm -rf "$generated"
+fi
 
 cd fuzz
 mkdir -p logs
