@@ -249,6 +249,27 @@ impl<'a> RowReader<'a> {
         }
     }
 
+    /// Rows `first..first + count` (at most a chunk's worth per read): calls `each(row id, unit
+    /// row)` for every usable row, and returns the count dropped (zero, non-finite).
+    pub fn rows_at(&mut self, first: u64, count: u64, mut each: impl FnMut(u64, &[f64])) -> Result<u64, MatrixError> {
+        let end = first.saturating_add(count).min(self.rows);
+        let (mut at, mut dropped) = (first, 0);
+        let dim = self.dim;
+        let mut unit = vec![0.0f64; dim];
+        while at < end {
+            let n = CHUNK_ROWS.min(end - at);
+            let decoded = self.read(at, n)?.to_vec();
+            for (r, row) in decoded.chunks_exact(dim).enumerate() {
+                match normalise_row(row, &mut unit) {
+                    RowFate::Kept => each(at + r as u64, &unit),
+                    _ => dropped += 1,
+                }
+            }
+            at += n;
+        }
+        Ok(dropped)
+    }
+
     /// The next chunk: calls `each(row id, unit row)` for every usable row and returns the count of
     /// rows dropped (zero, non-finite); `None` at the end.
     pub fn next_chunk(&mut self, mut each: impl FnMut(u64, &[f64])) -> Result<Option<u64>, MatrixError> {

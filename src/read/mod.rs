@@ -6,6 +6,7 @@
 //!   `f32` ([`format::decode`]).
 //! - [`locate`]: which tensor is the input token embedding, which the unembedding.
 //! - [`matrix`]: an opened 2-D tensor and a reader of its rows, for the passes after the first.
+//! - [`untrained`]: rows a model never trained (past the vocabulary, tokens named unused), by rule.
 //! - [`vocab`]: token strings from a dropped `tokenizer.json`.
 //! - [`remote`]: what an HTTP answer means for a model opened by URL (the requests are the worker's).
 //! - [`ahead`]: which ranges a worker reads ahead in one batch, and which it holds until asked.
@@ -22,4 +23,5 @@ pub mod locate;
 pub mod matrix;
 pub mod remote;
 pub mod source;
+pub mod untrained;
 pub mod vocab;
