@@ -6,6 +6,8 @@
 //! - [`accumulate`]: the exact pass's accumulator (Gram triangle or unit rows, whichever is smaller).
 //! - [`shares`]: how a pass is split between workers or threads and merged back.
 //! - [`bands`]: the running estimate of a pass split by columns, from every band's checkpoints.
+//! - [`set_aside`]: rows set aside as never trained: their sample pairs apart, and the exact
+//!   moments of the rest from the pass's own s and G.
 //! - [`estimate`]: ε, its uncertainty, the four capacity bounds and the class (docs/method.md §2–3).
 //! - [`gpu`]: the exact pass's Gram sums on a GPU through wgpu (WGSL kernel; the wgpu parts behind
 //!   the default cargo feature `gpu`, the request and report types always).
@@ -18,5 +20,6 @@ pub mod estimate;
 pub mod gpu;
 pub mod kernel;
 pub mod plan;
+pub mod set_aside;
 pub mod shares;
 pub mod stats;

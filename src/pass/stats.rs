@@ -10,6 +10,7 @@ use std::collections::BinaryHeap;
 use serde::{Deserialize, Serialize};
 
 use crate::pass::kernel::{self, bench, PackedGram, Precision};
+use crate::pass::set_aside::AsidePairs;
 use crate::read::matrix::{lane_sum, RowFate};
 
 /// The mean of unit rows stored `dim` values each, in f64; `None` when there are none. The f32
@@ -872,6 +873,8 @@ pub struct PairSample {
     pub row_ids: Vec<u64>,
     /// The [`TOP_PAIRS`] most similar pairs recorded, as sample indices.
     pub top: TopK,
+    /// The same pairs apart by the rules that set their rows aside (None: no sample row is).
+    pub aside: Option<AsidePairs>,
 }
 
 impl PairSample {
@@ -889,7 +892,15 @@ impl PairSample {
             row_pairs: vec![0; rows],
             row_ids: (0..rows as u64).collect(),
             top: TopK::new(TOP_PAIRS),
+            aside: None,
         }
+    }
+
+    /// Keeps the pairs apart by `mask_of(row id)`, the rules that set each sample row aside
+    /// ([`crate::read::untrained::SetAside::mask_of`]). Call after [`PairSample::with_row_ids`].
+    pub fn with_set_aside(mut self, mask_of: impl Fn(u64) -> u8) -> Self {
+        self.aside = AsidePairs::new(self.row_ids.iter().map(|&id| mask_of(id)).collect());
+        self
     }
 
     /// Names the sample rows by their row ids in the tensor (as many as there are sample rows).
@@ -927,6 +938,9 @@ impl PairSample {
         self.power_sums[3] += c2 * c2;
         self.pairs += 1;
         self.top.offer(i, j, c);
+        if let Some(aside) = &mut self.aside {
+            aside.add(i, j, c);
+        }
         for k in [i, j] {
             if let (Some(s), Some(s2), Some(n)) =
                 (self.row_sum.get_mut(k), self.row_sum_sq.get_mut(k), self.row_pairs.get_mut(k))
