@@ -2,6 +2,7 @@
 //! the views draw, what the CLI prints, what `data-report` and a permalink carry.
 //!
 //! - [`report`]: the `Report` struct and its assembly from a finished pass.
+//! - [`trained`]: the statistics without the rows a model never trained, beside the paper's ε.
 //! - [`paper`]: the paper's Table 1 and the series plotted beside a result.
 //! - [`permalink`]: a Report packed into a URL fragment and back.
 //! - [`links`]: the links a result gives its reader (re-run, permalink, embed snippet).
@@ -12,3 +13,4 @@ pub mod paper;
 pub mod permalink;
 pub mod report;
 pub mod text;
+pub mod trained;

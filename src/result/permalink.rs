@@ -45,7 +45,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::pass::estimate;
 use crate::pass::stats::{Histogram, SampledHistogram};
+use crate::read::untrained::UntrainedRule;
 use crate::result::report::{Report, UnembeddingReport, CAPACITY_CAVEAT, SCHEMA_VERSION, UNEMBEDDING_NOTE};
+use crate::result::trained::{RuleRows, TrainedReport, Without};
 
 /// Fragment key: a permalink's fragment is "#r=<version>.<base64url payload>".
 pub const FRAGMENT_KEY: &str = "r";
@@ -183,6 +185,87 @@ pub struct CompactHistogram {
     pub deltas: Vec<i32>,
 }
 
+/// `Report::trained` without its derived fields: the payload's second part, after the [`Compact`]
+/// (links made before it, or of a model with no row set aside, end after the first). Its other
+/// choices of rules, pairs and overlay are not carried.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactTrained {
+    /// Each rule's name, its rows, whether it is set aside.
+    pub rules: Vec<(String, u64, bool)>,
+    pub excluded: Vec<[u64; 2]>,
+    pub rows_used: u64,
+    pub pairs: u64,
+    pub exact: bool,
+    pub mu: f64,
+    pub sigma: f64,
+}
+
+/// Most row ranges a link's trained part may name (real vocabularies set aside a few runs).
+pub const MAX_TRAINED_RANGES: usize = 4096;
+
+impl CompactTrained {
+    fn from_report(t: &TrainedReport) -> Self {
+        let w = &t.without;
+        Self {
+            rules: t.rules.iter().map(|r| (cut(&r.rule), r.rows, r.enabled)).collect(),
+            excluded: w.excluded.clone(),
+            rows_used: w.rows_used,
+            pairs: w.pairs,
+            exact: w.exact,
+            mu: w.mu,
+            sigma: w.sigma,
+        }
+    }
+
+    fn into_report(self, rows: u64, dim: u64) -> Result<TrainedReport, PermalinkError> {
+        let implausible = |field: &'static str, value: String| Err(PermalinkError::Implausible { field, value });
+        finite("trained.mu", self.mu)?;
+        finite("trained.sigma", self.sigma)?;
+        if self.sigma < 0.0 {
+            return implausible("trained.sigma", self.sigma.to_string());
+        }
+        if self.excluded.len() > MAX_TRAINED_RANGES {
+            return implausible("trained.excluded", format!("{} ranges", self.excluded.len()));
+        }
+        let mut at = 0u64;
+        for &[s, e] in &self.excluded {
+            if s < at || e <= s || e > rows {
+                return implausible("trained.excluded", format!("[{s}, {e}) of {rows} rows"));
+            }
+            at = e;
+        }
+        if self.rules.len() > UntrainedRule::ALL.len()
+            || self.rules.iter().any(|r| UntrainedRule::from_name(&r.0).is_none())
+        {
+            return implausible("trained.rules", format!("{:?}", self.rules));
+        }
+        let n = self.rows_used as u128;
+        if self.rows_used < 2 || self.rows_used > rows || (self.exact && n * (n - 1) / 2 != self.pairs as u128) {
+            return implausible("trained.pairs", format!("{} for {} rows", self.pairs, self.rows_used));
+        }
+        let eps = estimate::epsilon(self.mu, self.sigma);
+        let without = Without {
+            rules_enabled: self.rules.iter().filter(|r| r.2).map(|r| r.0.clone()).collect(),
+            rows_excluded: self.excluded.iter().map(|[s, e]| e - s).sum(),
+            excluded: self.excluded,
+            rows_used: self.rows_used,
+            pairs: self.pairs,
+            exact: self.exact,
+            mu: self.mu,
+            sigma: self.sigma,
+            epsilon: eps,
+            epsilon_3sigma: estimate::epsilon_3sigma(self.mu, self.sigma),
+            log10_capacity: estimate::capacities(dim, eps),
+            capacity_determinate: estimate::capacity_determinate(eps),
+            class: estimate::class(eps),
+            top_pairs: Vec::new(),
+            aside_counts: Vec::new(),
+        };
+        let rules = self.rules.into_iter().map(|(rule, rows, enabled)| RuleRows { rule, rows, enabled }).collect();
+        Ok(TrainedReport { rules, without, variants: Vec::new() })
+    }
+}
+
 /// Whether `fragment` claims to be a result permalink (starts with `r=` or `#r=`). Cheap: the
 /// payload is not checked; [`decode`] says what is wrong with it.
 pub fn is_permalink(fragment: &str) -> bool {
@@ -191,7 +274,11 @@ pub fn is_permalink(fragment: &str) -> bool {
 
 /// The fragment for `report`, without the `#`: `r=1.<payload>`.
 pub fn encode(report: &Report) -> String {
-    pack(&Compact::from_report(report))
+    let mut bytes = postcard::to_allocvec(&Compact::from_report(report)).unwrap_or_default();
+    if let Some(t) = &report.trained {
+        bytes.extend(postcard::to_allocvec(&CompactTrained::from_report(t)).unwrap_or_default());
+    }
+    pack_bytes(&bytes)
 }
 
 /// The fragment for a payload as it stands (what [`encode`] does after [`Compact::from_report`];
@@ -199,8 +286,11 @@ pub fn encode(report: &Report) -> String {
 pub fn pack(compact: &Compact) -> String {
     // Serialising to a growable Vec fails only for sequences of unknown length, which `Compact`
     // has none of; were it ever to fail, the empty payload decodes to a clear error, not a panic.
-    let bytes = postcard::to_allocvec(compact).unwrap_or_default();
-    let packed = miniz_oxide::deflate::compress_to_vec_zlib(&bytes, 10);
+    pack_bytes(&postcard::to_allocvec(compact).unwrap_or_default())
+}
+
+fn pack_bytes(bytes: &[u8]) -> String {
+    let packed = miniz_oxide::deflate::compress_to_vec_zlib(bytes, 10);
     format!("{FRAGMENT_KEY}={FORMAT_VERSION}.{}", BASE64URL.encode(packed))
 }
 
@@ -244,10 +334,17 @@ pub fn decode(fragment: &str) -> Result<Report, PermalinkError> {
     })?;
     let (compact, rest): (Compact, &[u8]) =
         postcard::take_from_bytes(&bytes).map_err(|e| PermalinkError::Malformed(e.to_string()))?;
+    let (rows, dim) = (compact.rows, compact.dim);
+    let mut report = compact.into_report()?;
     if !rest.is_empty() {
-        return Err(PermalinkError::Malformed(format!("{} bytes after the result", rest.len())));
+        let (trained, rest): (CompactTrained, &[u8]) =
+            postcard::take_from_bytes(rest).map_err(|e| PermalinkError::Malformed(e.to_string()))?;
+        if !rest.is_empty() {
+            return Err(PermalinkError::Malformed(format!("{} bytes after the result", rest.len())));
+        }
+        report.trained = Some(trained.into_report(rows, dim)?);
     }
-    compact.into_report()
+    Ok(report)
 }
 
 /// What follows `r=` (after an optional `#`), if the fragment has that key.
@@ -478,6 +575,7 @@ impl Compact {
             geometry: None,
             top_pairs: Vec::new(),
             centred: None,
+            trained: None,
         })
     }
 }
@@ -514,6 +612,7 @@ impl CompactUnembedding {
             note: UNEMBEDDING_NOTE.to_string(),
             histogram: None,
             alignment: None,
+            trained: None,
         })
     }
 }

@@ -13,6 +13,7 @@ use crate::pass::gpu::GpuInfo;
 // Where the views and the Report JSON find it; it lives with the histogram it reports.
 use crate::pass::stats::SampledHistogram;
 use crate::pass::stats::{Moments, PairSample, RowCounts, TopPair};
+use crate::result::trained::TrainedReport;
 
 /// Version of the JSON layout below.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -135,6 +136,10 @@ pub struct Report {
     /// CLI's `--centred`): not the paper's ε. Not carried in a permalink.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub centred: Option<Centred>,
+    /// The statistics without the rows the model never trained (`read::untrained`), beside the
+    /// paper's ε above, which counts every row: null when no rule named a row.
+    #[serde(default)]
+    pub trained: Option<TrainedReport>,
 }
 /// What one pass measured, for [`Report::from_pass`]: the analysis gathers it, the report derives
 /// ε, its interval, the capacities and the class from it (`docs/method.md` §1–3).
@@ -222,6 +227,7 @@ impl Report {
             geometry: None,
             top_pairs: p.sample.top_pairs(),
             centred: None,
+            trained: None,
         }
     }
 }
@@ -253,6 +259,9 @@ pub struct UnembeddingReport {
     /// when both matrices have the same shape and the pass was exact. Not carried in a permalink.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub alignment: Option<TokenAlignment>,
+    /// Its statistics without the rows never trained (the same rules as the embedding's).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub trained: Option<TrainedReport>,
 }
 
 impl UnembeddingReport {
@@ -274,6 +283,7 @@ impl UnembeddingReport {
             note: UNEMBEDDING_NOTE.to_string(),
             histogram: Some(r.histogram.clone()),
             alignment: None,
+            trained: r.trained.clone(),
         }
     }
 }

@@ -41,6 +41,9 @@ pub fn report(r: &Report) -> String {
         c.jl_c8,
         if r.capacity_determinate { "" } else { "  (indeterminate: ε ≥ 0.1)" }
     );
+    if let Some(t) = &r.trained {
+        let _ = writeln!(s, "{}", crate::result::trained::summary(t));
+    }
     if let Some(u) = &r.unembedding {
         let _ = writeln!(
             s,

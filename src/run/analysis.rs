@@ -37,6 +37,7 @@ use crate::read::format::{DType, TensorInfo};
 use crate::read::locate::{LocateError, TensorRole};
 use crate::read::matrix::{normalise_row, RowFate};
 use crate::read::source::ByteSource;
+use crate::read::untrained::SetAside;
 use crate::result::report::{PassOutcome, Report};
 use crate::run::error::Error;
 
@@ -223,6 +224,8 @@ pub struct Analysis {
     /// The same for a whole pass, which merges with nothing: only the random phase's row counts
     /// and estimate (None with fewer than two rows kept), not a copy of G (268 MB at d = 8192).
     random_phase_estimate: Option<(RowCounts, Option<Snapshot>)>,
+    /// Rows set aside as never trained ([`Analysis::set_aside`]): the sample keeps their pairs apart.
+    set_aside: Option<Rc<SetAside>>,
 }
 
 /// Rows a GPU step reads and submits: the GPU does the arithmetic, so a step is mostly reads.
@@ -425,6 +428,7 @@ impl Analysis {
             bands: None,
             random_phase: None,
             random_phase_estimate: None,
+            set_aside: None,
             tensor,
             config,
         };
@@ -784,6 +788,9 @@ impl Analysis {
                 PairSample::new(std::mem::take(&mut self.sample_block))
                     .with_row_ids(std::mem::take(&mut self.sample_row_ids)),
             );
+            if let (Some(set), Some(sample)) = (self.set_aside.clone(), self.pair_sample.take()) {
+                self.pair_sample = Some(sample.with_set_aside(|row| set.mask_of(row)));
+            }
             self.phase = Phase::SamplePairs;
             // What the sample shows may make the pass one that sweeps (`read_bound`).
             self.arrange_plan();
@@ -1576,6 +1583,39 @@ impl Analysis {
 
     pub fn tensor(&self) -> &TensorInfo {
         &self.tensor
+    }
+
+    /// V, the tensor's rows.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// d, the tensor's width.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Names the rows set aside as never trained (`read::untrained`), before the sample's pairs
+    /// are taken in: the sample then keeps their pairs apart (`pass::set_aside`).
+    pub fn set_aside(&mut self, set: Rc<SetAside>) {
+        if !set.is_empty() {
+            self.set_aside = Some(set);
+        }
+    }
+
+    /// The rows set aside, if any were named.
+    pub fn set_aside_rows(&self) -> Option<&SetAside> {
+        self.set_aside.as_deref()
+    }
+
+    /// The pass's accumulator (s and G, or the rows), for what is computed from it after the pass.
+    pub fn accumulator(&self) -> &PairAccumulator {
+        &self.gram
+    }
+
+    /// The histogram's sample of pairs, once taken.
+    pub fn pair_sample(&self) -> Option<&PairSample> {
+        self.pair_sample.as_ref()
     }
 
     pub fn dtype(&self) -> &DType {

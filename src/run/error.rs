@@ -35,6 +35,9 @@ pub enum Error {
     /// More rows than any vocabulary has (bounds the memory of the visiting plan).
     #[error("tensor '{tensor}' has {rows} rows, more than the supported {max}; is it really a token embedding?")]
     TooManyRows { tensor: String, rows: u64, max: u64 },
+    /// The rows set aside as never trained could not be read again to remove them from G.
+    #[error("tensor '{tensor}': the statistics without the untrained rows failed: {reason}")]
+    SetAside { tensor: String, reason: String },
     /// The row width is not a whole number of the dtype's blocks.
     #[error("tensor '{tensor}': a row of {dim} {dtype} elements is not a whole number of blocks")]
     RowNotWholeBlocks { tensor: String, dim: u64, dtype: String },

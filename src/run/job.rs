@@ -21,11 +21,13 @@ use crate::read::layout::tensor_source;
 use crate::read::locate::{choose_in_set, locate, role_by_name, role_of_choice, LocateError, Located, TensorRole};
 use crate::read::matrix::Matrix;
 use crate::read::source::ByteSource;
+use crate::read::untrained::SetAside;
 use crate::result::report::{Report, UnembeddingReport};
 use crate::run::analysis::{
     planned_accumulator_bytes, Analysis, AnalysisConfig, Origin, Phase, Progress, SampleVerdict,
 };
 use crate::run::error::Error;
+use crate::run::trained::trained_report;
 
 /// Rows sampled from the unembedding.
 pub const UNEMBEDDING_ROWS: u64 = 8192;
@@ -178,6 +180,14 @@ impl Job {
         } else {
             model.vocab.clone()
         };
+        // Rows never trained are named by the vocabulary, which only a token matrix has.
+        let token_matrix = |role: TensorRole| matches!(role, TensorRole::InputEmbedding | TensorRole::OutputMatrix);
+        let set_aside =
+            |t: &TensorInfo| Rc::new(SetAside::find(t.matrix().map_or(0, |m| m.0), &vocab, model.vocab_size));
+        if token_matrix(role) {
+            embedding.set_aside(set_aside(&info));
+        }
+        let unembedding_set = unembedding_info.as_ref().map(set_aside);
         let matrix = Matrix::new(source_of(&info)?, info.clone(), Rc::new(vocab));
         let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only);
         // A broken unembedding must not cost the user the embedding's result: it is left out.
@@ -192,8 +202,17 @@ impl Job {
             Some(u) => {
                 let config = unembedding_config(u, &config, embedding.accumulator_bytes());
                 source_of(u).ok().zip(config).and_then(|(s, config)| {
-                    Analysis::new(Box::new(s), u.clone(), origin(u, "unembedding", TensorRole::OutputMatrix), config)
-                        .ok()
+                    let mut a = Analysis::new(
+                        Box::new(s),
+                        u.clone(),
+                        origin(u, "unembedding", TensorRole::OutputMatrix),
+                        config,
+                    )
+                    .ok()?;
+                    if let Some(set) = unembedding_set {
+                        a.set_aside(set);
+                    }
+                    Some(a)
                 })
             }
             None => None,
@@ -507,17 +526,31 @@ impl Job {
 
     pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {
         let mut report = self.embedding.report(timing_ms)?;
-        report.unembedding =
-            self.unembedding.as_ref().and_then(|u| u.report(0.0).ok()).map(|r| UnembeddingReport::from_report(&r));
+        // The rows never trained are a second number beside the paper's: rows that cannot be
+        // read again cost the user that number, not the result.
+        report.trained = trained_report(&self.embedding, &self.matrix, None).ok().flatten();
+        report.unembedding = self.unembedding.as_ref().and_then(|u| {
+            let mut r = u.report(0.0).ok()?;
+            r.trained = match self.unembedding_matrix.as_ref() {
+                Some(m) => trained_report(u, m, None).ok().flatten(),
+                None => None,
+            };
+            Some(UnembeddingReport::from_report(&r))
+        });
         // Per-token cosines of the two matrices (paper Fig. 9): one O(V·d) read of both, after an
         // exact pass only (an early stop means the user wanted an answer now).
         if let (Some(u), Some(w), true) = (report.unembedding.as_mut(), self.unembedding_matrix.as_ref(), report.exact)
         {
             u.alignment = crate::explain::alignment::token_alignment(&self.matrix, w).ok();
         }
-        for p in &mut report.top_pairs {
+        let name = |p: &mut crate::pass::stats::TopPair| {
             p.a_token = self.matrix.token(p.a);
             p.b_token = self.matrix.token(p.b);
+        };
+        report.top_pairs.iter_mut().for_each(name);
+        if let Some(t) = report.trained.as_mut() {
+            t.without.top_pairs.iter_mut().for_each(name);
+            t.variants.iter_mut().flat_map(|v| v.top_pairs.iter_mut()).for_each(name);
         }
         report.tied = self.tied.tied;
         report.tied_evidence = self.tied.evidence.clone();

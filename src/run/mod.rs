@@ -8,3 +8,4 @@ pub mod error;
 pub mod job;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod threads;
+pub mod trained;

@@ -1,0 +1,256 @@
+//! The rows a model never trained (`read::untrained`, `pass::set_aside`, `Report::trained`): the
+//! statistics without them, removed from the pass's own s and G, against a fresh pass over the
+//! rows kept and against the f64 all-pairs definition; the sample's pairs kept apart; every
+//! choice of rules; estimates; the permalink; the unembedding.
+
+use std::rc::Rc;
+
+use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::pass::kernel::Precision;
+use orthoscope::read::format::DType;
+use orthoscope::read::source::{ByteSource, SliceSource};
+use orthoscope::result::permalink;
+use orthoscope::result::report::Report;
+use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::job::Job;
+
+const TENSOR: &str = "model.embed_tokens.weight";
+
+/// A BERT-like matrix: trained rows, and at `unused` rows small vectors close to one shared
+/// direction (what training leaves of rows it never reached), with the tokenizer that names them.
+fn bert_like(rows: usize, dim: usize, vocab: usize, unused: &[usize], seed: u64) -> (Vec<f32>, String) {
+    let mut values = trained_like(rows, dim, seed);
+    let mut n = Normal::new(seed ^ 0x756e);
+    let shared: Vec<f64> = (0..dim).map(|_| n.sample()).collect();
+    for r in unused.iter().copied().chain(vocab..rows) {
+        for (c, v) in values[r * dim..(r + 1) * dim].iter_mut().enumerate() {
+            *v = (0.3 * shared[c] + 0.02 * n.sample()) as f32;
+        }
+    }
+    let tokens: serde_json::Map<String, serde_json::Value> = (0..vocab)
+        .map(|i| {
+            (if unused.contains(&i) { format!("[unused{i}]") } else { format!("w{i}") }, serde_json::Value::from(i))
+        })
+        .collect();
+    let tokenizer = serde_json::json!({ "model": { "type": "WordPiece", "vocab": tokens }, "added_tokens": [] });
+    (values, tokenizer.to_string())
+}
+
+fn report_of(files: Vec<(&str, Vec<u8>)>, config: AnalysisConfig) -> Report {
+    let sources: Vec<Rc<dyn ByteSource>> =
+        files.into_iter().map(|(n, b)| Rc::new(SliceSource::new(n, b)) as Rc<dyn ByteSource>).collect();
+    let (job, _) = Job::open(sources, None, config).expect("job opens");
+    job.run().expect("job runs").report(0.0).expect("report")
+}
+
+fn f64_config() -> AnalysisConfig {
+    AnalysisConfig { precision: Precision::F64, ..AnalysisConfig::default() }
+}
+
+/// The paper's definition over the rows not in `aside`, in f64 by brute force: (rows, μ, σ).
+fn all_pairs(values: &[f32], dim: usize, keep: impl Fn(usize) -> bool) -> (u64, f64, f64) {
+    let units: Vec<Vec<f64>> = values
+        .chunks_exact(dim)
+        .enumerate()
+        .filter(|(r, _)| keep(*r))
+        .filter_map(|(_, row)| {
+            let norm = row.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
+            (norm > 0.0 && row.iter().all(|x| x.is_finite())).then(|| row.iter().map(|&x| x as f64 / norm).collect())
+        })
+        .collect();
+    let (mut s, mut s2, mut n) = (0.0, 0.0, 0u64);
+    for i in 0..units.len() {
+        for j in i + 1..units.len() {
+            let c: f64 = units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum();
+            s += c;
+            s2 += c * c;
+            n += 1;
+        }
+    }
+    let mu = s / n as f64;
+    (units.len() as u64, mu, (s2 / n as f64 - mu * mu).max(0.0).sqrt())
+}
+
+/// The kept rows alone, as their own file: what a fresh pass over them gives.
+fn fresh(values: &[f32], rows: usize, dim: usize, keep: impl Fn(usize) -> bool, config: AnalysisConfig) -> Report {
+    let kept: Vec<f32> =
+        values.chunks_exact(dim).enumerate().filter(|(r, _)| keep(*r)).flat_map(|(_, row)| row.to_vec()).collect();
+    let n = kept.len() / dim;
+    assert!(n < rows);
+    let bytes = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, n, dim, &kept)]);
+    report_of(vec![("kept.safetensors", bytes)], config)
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(1e-300)
+}
+
+#[test]
+fn removal_equals_a_fresh_pass_over_the_kept_rows_for_any_set() {
+    let (rows, dim) = (700, 48);
+    let mut n = Normal::new(5);
+    let random: Vec<usize> = (0..rows).filter(|_| n.sample() > 1.2).collect();
+    let cases: Vec<(&str, Vec<usize>, usize)> = vec![
+        ("random subset", random, rows),
+        ("a range at the start", (0..40).collect(), rows),
+        ("a range in the middle", (300..377).collect(), rows),
+        ("rows past the vocabulary only", vec![], 650),
+        ("both rules, overlapping nothing", (10..20).collect(), 690),
+        ("all rows but two", (2..rows).collect(), rows),
+    ];
+    for (what, unused, vocab) in cases {
+        let (values, tokenizer) = bert_like(rows, dim, vocab, &unused, 11);
+        let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
+        let keep = |r: usize| r < vocab && !unused.contains(&r);
+        for config in [f64_config(), AnalysisConfig::default()] {
+            let precision = config.precision;
+            let report = report_of(
+                vec![("model.safetensors", file.clone()), ("tokenizer.json", tokenizer.clone().into_bytes())],
+                config.clone(),
+            );
+            let t = report.trained.as_ref().unwrap_or_else(|| panic!("{what}: rows set aside"));
+            let w = &t.without;
+            assert!(w.exact, "{what}");
+            assert_eq!(w.rows_excluded, (rows - (0..rows).filter(|&r| keep(r)).count()) as u64, "{what}");
+            let (kept, mu, sigma) = all_pairs(&values, dim, keep);
+            assert_eq!(w.rows_used, kept, "{what}");
+            assert_eq!(w.pairs, kept * (kept - 1) / 2, "{what}");
+            // f64: the subtraction is exact to rounding; f32: within the f32 kernel's documented
+            // 1e-6 of σ (the removed rows' own terms are f64, the pass's G rounded rows to f32).
+            let (mu_tol, sigma_tol) = if precision == Precision::F64 { (1e-12, 1e-12) } else { (1e-7, 1e-5) };
+            assert!((w.mu - mu).abs() <= mu_tol * mu.abs().max(1.0), "{what} {precision:?}: μ {} vs {mu}", w.mu);
+            if kept > 2 {
+                assert!(rel(w.sigma, sigma) <= sigma_tol, "{what} {precision:?}: σ {} vs {sigma}", w.sigma);
+                let fresh = fresh(&values, rows, dim, keep, config);
+                assert!(rel(w.sigma, fresh.sigma) <= sigma_tol, "{what}: σ against a fresh pass");
+                assert!((w.mu - fresh.mu).abs() <= mu_tol * fresh.mu.abs().max(1.0), "{what}: μ against a fresh pass");
+            } else {
+                assert_eq!(w.pairs, 1);
+            }
+            // The paper's ε stays that of every row.
+            let (_, all_mu, _) = all_pairs(&values, dim, |_| true);
+            assert!((report.mu - all_mu).abs() < 1e-7, "{what}: the headline counts every row");
+            assert!(
+                w.top_pairs.iter().all(|p| keep(p.a as usize) && keep(p.b as usize)),
+                "{what}: pairs of kept rows only"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_row_route_of_few_rows_removes_exactly_too() {
+    // V < d/2: the pass keeps the rows themselves, no G.
+    let (rows, dim) = (40, 160);
+    let unused = vec![3, 4, 30];
+    let (values, tokenizer) = bert_like(rows, dim, 36, &unused, 3);
+    let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
+    let report = report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.into_bytes())], f64_config());
+    let w = &report.trained.expect("set aside").without;
+    let (kept, mu, sigma) = all_pairs(&values, dim, |r| r < 36 && !unused.contains(&r));
+    assert_eq!(w.rows_used, kept);
+    assert!((w.mu - mu).abs() < 1e-12 && rel(w.sigma, sigma) < 1e-12, "{} {} vs {mu} {sigma}", w.mu, w.sigma);
+}
+
+#[test]
+fn each_rule_is_counted_and_every_choice_of_rules_is_measured() {
+    let (rows, dim) = (600, 32);
+    let unused: Vec<usize> = (100..130).collect();
+    let (values, tokenizer) = bert_like(rows, dim, 560, &unused, 8);
+    let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
+    let report = report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.into_bytes())], f64_config());
+    let t = report.trained.expect("set aside");
+    let rules: Vec<(&str, u64, bool)> = t.rules.iter().map(|r| (r.rule.as_str(), r.rows, r.enabled)).collect();
+    assert_eq!(rules, vec![("past_vocabulary", 40, true), ("unused_token", 30, true)]);
+    assert_eq!(t.without.excluded, vec![[100, 130], [560, 600]]);
+    assert_eq!(t.without.rules_enabled, vec!["past_vocabulary", "unused_token"]);
+    // The other choices: each rule alone.
+    let mut choices: Vec<Vec<String>> = t.variants.iter().map(|v| v.rules_enabled.clone()).collect();
+    choices.sort();
+    assert_eq!(choices, vec![vec!["past_vocabulary".to_string()], vec!["unused_token".to_string()]]);
+    for v in &t.variants {
+        let past = v.rules_enabled.iter().any(|r| r == "past_vocabulary");
+        let keep = |r: usize| if past { r < 560 } else { !unused.contains(&r) };
+        let (kept, mu, sigma) = all_pairs(&values, dim, keep);
+        assert_eq!(v.rows_used, kept);
+        assert!((v.mu - mu).abs() < 1e-12 && rel(v.sigma, sigma) < 1e-12, "{:?}", v.rules_enabled);
+        assert!(v.top_pairs.iter().all(|p| keep(p.a as usize) && keep(p.b as usize)));
+    }
+    // The near-duplicate unused rows fill the paper's list of most similar pairs; the list without
+    // them holds none, and the overlay counts their pairs.
+    assert!(report.top_pairs.iter().all(|p| p.a >= 100 && p.b >= 100 && (p.a < 130 || p.a >= 560)));
+    assert!(!t.without.top_pairs.is_empty());
+    assert_eq!(t.without.aside_counts.len(), report.histogram.counts.len());
+    let aside: u64 = t.without.aside_counts.iter().sum();
+    assert!(aside > 0 && aside < report.histogram.pairs_in_histogram);
+    // Tokens name the pairs of the list without them too.
+    assert!(t.without.top_pairs.iter().all(|p| p.a_token == Some(format!("w{}", p.a))));
+}
+
+#[test]
+fn nothing_is_set_aside_without_a_vocabulary_or_for_a_fully_named_one() {
+    let (rows, dim) = (200, 16);
+    let (values, tokenizer) = bert_like(rows, dim, rows, &[], 2);
+    let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
+    assert!(report_of(vec![("m.safetensors", file.clone())], f64_config()).trained.is_none());
+    let named = report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.into_bytes())], f64_config());
+    assert!(named.trained.is_none());
+    let json = serde_json::to_value(&named).expect("json");
+    assert!(json.get("trained").is_some_and(|t| t.is_null()), "the contract's null");
+}
+
+#[test]
+fn an_early_stop_estimates_from_the_sample_and_says_so() {
+    let (rows, dim) = (4000, 32);
+    let unused: Vec<usize> = (0..4000).filter(|r| r % 50 == 7).collect();
+    let (values, tokenizer) = bert_like(rows, dim, rows, &unused, 4);
+    let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
+    let config = AnalysisConfig { stop_after_rows: Some(1024), histogram_rows: 1024, ..f64_config() };
+    let report = report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.into_bytes())], config);
+    assert!(!report.exact);
+    let w = &report.trained.expect("set aside").without;
+    assert!(!w.exact);
+    let (_, mu, sigma) = all_pairs(&values, dim, |r| !unused.contains(&r));
+    let eps = mu + 2.0 * sigma;
+    assert!((w.epsilon - eps).abs() < 0.02, "the sample's ε {} near {eps}", w.epsilon);
+    assert!(w.epsilon < report.epsilon, "the unused rows' shared direction raises the paper's ε");
+}
+
+#[test]
+fn a_permalink_carries_the_numbers_without_the_untrained_rows() {
+    let (rows, dim) = (500, 24);
+    let unused: Vec<usize> = (40..60).collect();
+    let (values, tokenizer) = bert_like(rows, dim, 480, &unused, 6);
+    let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
+    let report = report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.into_bytes())], f64_config());
+    let fragment = permalink::encode(&report);
+    let back = permalink::decode(&fragment).expect("decodes");
+    let (a, b) = (report.trained.clone().expect("set aside"), back.trained.clone().expect("carried"));
+    assert_eq!(b.without.excluded, a.without.excluded);
+    assert_eq!(b.without.rows_excluded, a.without.rows_excluded);
+    assert_eq!(b.rules, a.rules);
+    assert_eq!((b.without.mu, b.without.sigma, b.without.epsilon), (a.without.mu, a.without.sigma, a.without.epsilon));
+    assert_eq!(b.without.class, a.without.class);
+    // A link of a report with nothing set aside decodes without it.
+    let mut plain = back.clone();
+    plain.trained = None;
+    assert!(permalink::decode(&permalink::encode(&plain)).expect("decodes").trained.is_none());
+}
+
+#[test]
+fn the_unembedding_sets_aside_the_same_rules() {
+    let (rows, dim) = (400, 24);
+    let unused: Vec<usize> = (10..30).collect();
+    let (values, tokenizer) = bert_like(rows, dim, 380, &unused, 9);
+    let (out, _) = bert_like(rows, dim, 380, &unused, 10);
+    let file = safetensors_bytes(&[
+        TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values),
+        TensorSpec::matrix("lm_head.weight", DType::F32, rows, dim, &out),
+    ]);
+    let report = report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.into_bytes())], f64_config());
+    let u = report.unembedding.expect("separate unembedding");
+    let w = &u.trained.expect("its rows set aside").without;
+    let (kept, mu, sigma) = all_pairs(&out, dim, |r| r < 380 && !unused.contains(&r));
+    assert_eq!(w.rows_used, kept);
+    assert!((w.mu - mu).abs() < 1e-12 && rel(w.sigma, sigma) < 1e-12);
+}
