@@ -788,8 +788,9 @@ impl Analysis {
                 PairSample::new(std::mem::take(&mut self.sample_block))
                     .with_row_ids(std::mem::take(&mut self.sample_row_ids)),
             );
-            if let (Some(set), Some(sample)) = (self.set_aside.clone(), self.pair_sample.take()) {
-                self.pair_sample = Some(sample.with_set_aside(|row| set.mask_of(row)));
+            // Only with rows set aside: `take` must not empty the sample otherwise.
+            if let Some(set) = self.set_aside.clone() {
+                self.pair_sample = self.pair_sample.take().map(|s| s.with_set_aside(|row| set.mask_of(row)));
             }
             self.phase = Phase::SamplePairs;
             // What the sample shows may make the pass one that sweeps (`read_bound`).
