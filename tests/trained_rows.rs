@@ -10,7 +10,7 @@ use orthoscope::pass::kernel::Precision;
 use orthoscope::read::format::DType;
 use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::result::permalink;
-use orthoscope::result::report::Report;
+use orthoscope::result::report::{histogram_csv, Report};
 use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 
@@ -159,7 +159,7 @@ fn each_rule_is_counted_and_every_choice_of_rules_is_measured() {
     let (values, tokenizer) = bert_like(rows, dim, 560, &unused, 8);
     let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
     let report = report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.into_bytes())], f64_config());
-    let t = report.trained.expect("set aside");
+    let t = report.trained.clone().expect("set aside");
     let rules: Vec<(&str, u64, bool)> = t.rules.iter().map(|r| (r.rule.as_str(), r.rows, r.enabled)).collect();
     assert_eq!(rules, vec![("past_vocabulary", 40, true), ("unused_token", 30, true)]);
     assert_eq!(t.without.excluded, vec![[100, 130], [560, 600]]);
@@ -185,6 +185,33 @@ fn each_rule_is_counted_and_every_choice_of_rules_is_measured() {
     assert!(aside > 0 && aside < report.histogram.pairs_in_histogram);
     // Tokens name the pairs of the list without them too.
     assert!(t.without.top_pairs.iter().all(|p| p.a_token == Some(format!("w{}", p.a))));
+    // The histogram's CSV splits the full range's pairs the same way; the zoom's cells stay empty.
+    let csv = histogram_csv(&report);
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("histogram,bin_lo,bin_hi,count,percent_of_pairs,count_trained_rows,count_with_set_aside_row")
+    );
+    let (mut kept, mut with_aside) = (0u64, 0u64);
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), 7, "{line}");
+        if cells[0] == "full" {
+            let (c, k, a): (u64, u64, u64) =
+                (cells[3].parse().unwrap(), cells[5].parse().unwrap(), cells[6].parse().unwrap());
+            assert_eq!(c, k + a, "{line}");
+            kept += k;
+            with_aside += a;
+        } else {
+            assert_eq!((cells[5], cells[6]), ("", ""));
+        }
+    }
+    assert_eq!((kept + with_aside, with_aside), (report.histogram.pairs_in_histogram, aside));
+    // The CLI's text names both numbers' classes as the card does ("Class 1", never "class One").
+    let text = orthoscope::result::text::report(&report);
+    assert!(text.contains("without the 70 rows the model never trained"), "{text}");
+    assert!(!text.contains("class One") && !text.contains("class Two") && !text.contains("class Between"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with(report.class.label())), "{text}");
 }
 
 #[test]
@@ -253,4 +280,27 @@ fn the_unembedding_sets_aside_the_same_rules() {
     let (kept, mu, sigma) = all_pairs(&out, dim, |r| r < 380 && !unused.contains(&r));
     assert_eq!(w.rows_used, kept);
     assert!((w.mu - mu).abs() < 1e-12 && rel(w.sigma, sigma) < 1e-12);
+}
+
+#[test]
+fn a_folder_s_config_names_the_model_in_the_report_and_its_link() {
+    // Not the rows never trained, but the same card: a folder's generic `model.safetensors` is
+    // named by its config.json, and the name travels in the link beside `trained`.
+    let (rows, dim) = (300, 16);
+    let (values, tokenizer) = bert_like(rows, dim, 290, &[], 9);
+    let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
+    let config = br#"{"_name_or_path": "sentence-transformers/all-MiniLM-L6-v2", "vocab_size": 300}"#.to_vec();
+    let report = report_of(
+        vec![("model.safetensors", file.clone()), ("config.json", config), ("tokenizer.json", tokenizer.into_bytes())],
+        f64_config(),
+    );
+    assert_eq!(report.model.as_deref(), Some("sentence-transformers/all-MiniLM-L6-v2"));
+    assert_eq!(report.model_name(), "sentence-transformers/all-MiniLM-L6-v2");
+    assert!(orthoscope::result::report::export_stem(&report).contains("all-MiniLM-L6-v2"));
+    let back = permalink::decode(&permalink::encode(&report)).expect("decodes");
+    assert_eq!(back.model, report.model);
+    assert_eq!(back.trained.map(|t| t.without.rows_excluded), Some(10));
+    // Without a config the file names it, as before.
+    let plain = report_of(vec![("model.safetensors", file)], f64_config());
+    assert_eq!((plain.model.clone(), plain.model_name()), (None, "model".to_string()));
 }

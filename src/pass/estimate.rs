@@ -93,6 +93,17 @@ pub enum Class {
     Between,
 }
 
+impl Class {
+    /// "Class 1", "Class 2", or the gap between them: how the card, the CLI and the tables name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Class::One => "Class 1",
+            Class::Two => "Class 2",
+            Class::Between => "between the classes",
+        }
+    }
+}
+
 pub fn class(eps: f64) -> Class {
     if eps > CLASS_1_ABOVE {
         Class::One

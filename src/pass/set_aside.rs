@@ -1,6 +1,6 @@
 //! The pass's side of rows set aside as never trained ([`crate::read::untrained`]): the histogram
 //! sample's pairs kept apart by which rules name their rows, and the exact moments over all pairs
-//! of the rows that remain, from the pass's own s and G (`docs/method.md` §7):
+//! of the rows that remain, from the pass's own s and G (`docs/method.md` §9):
 //! s' = s − Σ_S uᵢ, G' = G − Σ_S uᵢuᵢᵀ, and the diagonal terms likewise. That costs one Gram update
 //! of the |S| rows, O(|S|·d²), and one walk over G, not a second pass over the matrix.
 

@@ -1,5 +1,5 @@
 //! Rows of a token matrix that training never reached, found from what the files say of the
-//! vocabulary (`docs/method.md` §7): rows past the tokenizer's last token (a vocabulary padded to a
+//! vocabulary (`docs/method.md` §9): rows past the tokenizer's last token (a vocabulary padded to a
 //! round size), and tokens the tokenizer itself names as unused or reserved. Each rule's rows are
 //! kept apart, so a row two rules name is counted once in the union and once under each rule.
 //!

@@ -96,8 +96,76 @@ pub fn from_sources(sources: &[Rc<dyn ByteSource>], files: &[String]) -> Vec<Str
         .unwrap_or_default()
 }
 
+/// A token as a reader sees it: byte-level BPE's alphabet (GPT-2's `bytes_to_unicode`, where a
+/// space is `Ġ` and a newline `Ċ`) decoded back to text, SentencePiece's `▁` as a space, and then
+/// spaces, newlines and tabs drawn as ␣, ↵ and ⇥ so they can be seen. Display only: the Report
+/// and a token search keep the token as the tokenizer spells it.
+///
+/// A token is decoded as byte-level only when it uses that alphabet's space or control letters
+/// and every one of its characters is in the alphabet and the bytes are UTF-8; otherwise only
+/// `▁` and a leading `Ġ` are shown as a space (a vocabulary's own letter Ġ, as in Maltese, is
+/// rare, and the raw token is one hover away in the views).
+pub fn visible(token: &str) -> String {
+    let decoded = byte_level(token).unwrap_or_else(|| {
+        let t = token.strip_prefix('\u{120}').map_or_else(|| token.to_string(), |rest| format!(" {rest}"));
+        t.replace('\u{2581}', " ")
+    });
+    decoded
+        .chars()
+        .map(|c| match c {
+            ' ' => '␣',
+            '\n' => '↵',
+            '\t' => '⇥',
+            '\r' => '⏎',
+            c => c,
+        })
+        .collect()
+}
+
+/// The byte of GPT-2's byte-level alphabet `c` stands for: printable Latin-1 stands for itself,
+/// and the other 68 bytes (controls, space, DEL, NBSP, soft hyphen) are the letters from U+0100 on,
+/// in byte order.
+fn byte_of(c: char) -> Option<u8> {
+    let printable = |b: u32| (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
+    let u = c as u32;
+    if printable(u) {
+        return u8::try_from(u).ok();
+    }
+    let n = u.checked_sub(0x100)?;
+    (0u32..=255).filter(|&b| !printable(b)).nth(usize::try_from(n).ok()?).and_then(|b| u8::try_from(b).ok())
+}
+
+fn byte_level(token: &str) -> Option<String> {
+    // Only a token that uses the alphabet's stand-ins (space, newline, other bytes) is decoded.
+    if !token.chars().any(|c| (0x100..=0x143).contains(&(c as u32))) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = token.chars().map(byte_of).collect();
+    String::from_utf8(bytes?).ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn byte_level_and_sentencepiece_tokens_show_their_spaces_and_newlines() {
+        assert_eq!(visible("\u{120}the"), "␣the");
+        assert_eq!(visible("\u{10a}\u{10a}"), "↵↵");
+        assert_eq!(visible("\u{109}x"), "⇥x");
+        // "é" is two bytes in the byte-level alphabet: Ã and ©.
+        assert_eq!(visible("\u{120}caf\u{c3}\u{a9}"), "␣café");
+        assert_eq!(visible("\u{2581}the"), "␣the");
+        assert_eq!(visible("the"), "the");
+        assert_eq!(visible("##ing"), "##ing");
+        // Not byte-level (é as itself): only the leading Ġ is a space.
+        assert_eq!(visible("\u{120}café"), "␣café");
+        assert_eq!(visible("[unused3]"), "[unused3]");
+        assert_eq!(byte_of('\u{120}'), Some(b' '));
+        assert_eq!(byte_of('\u{10a}'), Some(b'\n'));
+        assert_eq!(byte_of('\u{100}'), Some(0));
+        assert_eq!(byte_of('\u{143}'), Some(0xad));
+        assert_eq!(byte_of('\u{144}'), None);
+    }
+
     use super::*;
 
     #[test]

@@ -3,7 +3,7 @@
 //! passes in its own address (origin and path, from `window.location`), so every link is tested
 //! natively and the page only supplies where it lives.
 
-use crate::result::report::{model_name, Report};
+use crate::result::report::Report;
 
 /// Characters JavaScript's `encodeURIComponent` leaves as they are (ECMA-262's uriUnreserved):
 /// ASCII letters and digits, and these marks.
@@ -64,7 +64,7 @@ pub fn embed_snippet(base: &str, r: &Report, fragment: &str) -> String {
         Some(q) => format!("{q}&embed=1"),
         None => "?embed=1".to_string(),
     };
-    let title = format!("Orthoscope: ε of {}", model_name(&r.file, r.source_url.as_deref())).replace('"', "'");
+    let title = format!("Orthoscope: ε of {}", r.model_name()).replace('"', "'");
     format!(
         "<iframe src=\"{base}{query}#{fragment}\" width=\"640\" height=\"420\" style=\"border:0;max-width:100%\" title=\"{title}\" loading=\"lazy\"></iframe>"
     )

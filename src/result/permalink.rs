@@ -200,6 +200,15 @@ pub struct CompactTrained {
     pub sigma: f64,
 }
 
+/// What a payload may carry after the [`Compact`] (links made before it, or of a report with
+/// neither, end after the first part).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactExtras {
+    pub trained: Option<CompactTrained>,
+    /// `Report::model`.
+    pub model: Option<String>,
+}
+
 /// Most row ranges a link's trained part may name (real vocabularies set aside a few runs).
 pub const MAX_TRAINED_RANGES: usize = 4096;
 
@@ -275,8 +284,12 @@ pub fn is_permalink(fragment: &str) -> bool {
 /// The fragment for `report`, without the `#`: `r=1.<payload>`.
 pub fn encode(report: &Report) -> String {
     let mut bytes = postcard::to_allocvec(&Compact::from_report(report)).unwrap_or_default();
-    if let Some(t) = &report.trained {
-        bytes.extend(postcard::to_allocvec(&CompactTrained::from_report(t)).unwrap_or_default());
+    if report.trained.is_some() || report.model.is_some() {
+        let extras = CompactExtras {
+            trained: report.trained.as_ref().map(CompactTrained::from_report),
+            model: report.model.as_deref().map(cut),
+        };
+        bytes.extend(postcard::to_allocvec(&extras).unwrap_or_default());
     }
     pack_bytes(&bytes)
 }
@@ -337,12 +350,22 @@ pub fn decode(fragment: &str) -> Result<Report, PermalinkError> {
     let (rows, dim) = (compact.rows, compact.dim);
     let mut report = compact.into_report()?;
     if !rest.is_empty() {
-        let (trained, rest): (CompactTrained, &[u8]) =
-            postcard::take_from_bytes(rest).map_err(|e| PermalinkError::Malformed(e.to_string()))?;
+        let (extras, rest): (CompactExtras, &[u8]) = postcard::take_from_bytes(rest).map_err(|e| {
+            PermalinkError::Malformed(format!("{} bytes after the result are not its second part: {e}", rest.len()))
+        })?;
         if !rest.is_empty() {
             return Err(PermalinkError::Malformed(format!("{} bytes after the result", rest.len())));
         }
-        report.trained = Some(trained.into_report(rows, dim)?);
+        if let Some(m) = &extras.model {
+            if m.is_empty() || m.chars().count() > MAX_TEXT_CHARS || m.chars().any(char::is_control) {
+                return Err(PermalinkError::Implausible {
+                    field: "model",
+                    value: format!("{} characters", m.chars().count()),
+                });
+            }
+        }
+        report.model = extras.model;
+        report.trained = extras.trained.map(|t| t.into_report(rows, dim)).transpose()?;
     }
     Ok(report)
 }
@@ -576,6 +599,7 @@ impl Compact {
             top_pairs: Vec::new(),
             centred: None,
             trained: None,
+            model: None,
         })
     }
 }

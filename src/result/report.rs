@@ -140,6 +140,10 @@ pub struct Report {
     /// paper's ε above, which counts every row: null when no rule named a row.
     #[serde(default)]
     pub trained: Option<TrainedReport>,
+    /// The model's name when the files give one (a dropped `config.json`'s `_name_or_path`):
+    /// shown in place of a generic file name ([`Report::model_name`]).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub model: Option<String>,
 }
 /// What one pass measured, for [`Report::from_pass`]: the analysis gathers it, the report derives
 /// ε, its interval, the capacities and the class from it (`docs/method.md` §1–3).
@@ -228,6 +232,7 @@ impl Report {
             top_pairs: p.sample.top_pairs(),
             centred: None,
             trained: None,
+            model: None,
         }
     }
 }
@@ -362,15 +367,32 @@ pub fn human_bytes(n: u64) -> String {
 /// A name for the model behind a report, for titles and file names: the repository when it was
 /// opened from a Hugging Face style URL (`…/org/name/resolve/rev/file`, or `hf:org/name@rev`), else
 /// the file name without its extension and shard suffix ("model-00001-of-00004.safetensors" → "model").
+impl Report {
+    /// The model's name for titles, legends and file names: the repository of a URL it was opened
+    /// from, else the name its config gives, else the file's (or, for a generic file name such as
+    /// `model.safetensors`, its folder's when the name has one).
+    pub fn model_name(&self) -> String {
+        match (self.source_url.as_deref().and_then(repository_of_url), &self.model) {
+            (Some(repo), _) => repo,
+            (None, Some(name)) => name.clone(),
+            (None, None) => model_name(&self.file, self.source_url.as_deref()),
+        }
+    }
+}
+
+/// File stems that name no model: their folder does.
+const GENERIC_STEMS: [&str; 6] = ["model", "pytorch_model", "consolidated", "weights", "params", "checkpoint"];
+
 pub fn model_name(file: &str, source_url: Option<&str>) -> String {
     if let Some(repo) = source_url.and_then(repository_of_url) {
         return repo;
     }
     let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
-    let stem = [".safetensors.index.json", ".safetensors", ".gguf", ".npy"]
-        .iter()
-        .find_map(|ext| base.strip_suffix(ext))
-        .unwrap_or(base);
+    let stem =
+        [".safetensors.index.json", ".safetensors", ".gguf", ".npy", ".npz", ".onnx", ".bin", ".pth", ".pt", ".ckpt"]
+            .iter()
+            .find_map(|ext| base.strip_suffix(ext))
+            .unwrap_or(base);
     // "-00001-of-00004": the shard suffix says nothing about the model.
     let stem = match stem.rsplit_once("-of-") {
         Some((head, tail)) if tail.chars().all(|c| c.is_ascii_digit()) => {
@@ -378,6 +400,15 @@ pub fn model_name(file: &str, source_url: Option<&str>) -> String {
         }
         _ => stem,
     };
+    let folder = || {
+        let mut parts = file.rsplit(['/', '\\']).skip(1);
+        parts.next().filter(|f| !f.is_empty() && *f != "." && *f != "..")
+    };
+    if GENERIC_STEMS.contains(&stem) {
+        if let Some(folder) = folder() {
+            return folder.to_string();
+        }
+    }
     if stem.is_empty() {
         "model".to_string()
     } else {
@@ -408,17 +439,33 @@ pub fn file_safe(s: &str) -> String {
 /// Base of every export's file name: the model's file name and the tensor
 /// ("orthoscope-Llama-2-7b-model.embed_tokens.weight").
 pub fn export_stem(r: &Report) -> String {
-    format!("orthoscope-{}-{}", file_safe(&model_name(&r.file, r.source_url.as_deref())), file_safe(&r.tensor))
+    format!("orthoscope-{}-{}", file_safe(&r.model_name()), file_safe(&r.tensor))
 }
 
 /// Both histograms as CSV: one line per bin, with its range, its count and its share of the pairs.
 pub fn histogram_csv(r: &Report) -> String {
-    let mut out = String::from("histogram,bin_lo,bin_hi,count,percent_of_pairs\n");
+    // With rows set aside (the default rules), the full histogram's pairs split into those among
+    // trained rows and those with a set-aside row: two more columns, empty for the zoom.
+    let split = r.trained.as_ref().and_then(|t| t.without.overlay(&r.histogram));
+    let mut out = String::from("histogram,bin_lo,bin_hi,count,percent_of_pairs");
+    if split.is_some() {
+        out.push_str(",count_trained_rows,count_with_set_aside_row");
+    }
+    out.push('\n');
     for (name, h) in [("full", &r.histogram), ("zoom", &r.histogram_zoom)] {
         let total = h.pairs_in_histogram.max(1) as f64;
         for (i, &count) in h.counts.iter().enumerate() {
             let (Some(lo), Some(hi)) = (h.edges.get(i), h.edges.get(i + 1)) else { continue };
-            out.push_str(&format!("{name},{lo},{hi},{count},{}\n", 100.0 * count as f64 / total));
+            out.push_str(&format!("{name},{lo},{hi},{count},{}", 100.0 * count as f64 / total));
+            match (&split, name) {
+                (Some((kept, aside)), "full") => {
+                    let (k, a) = (kept.counts.get(i).copied().unwrap_or(0), aside.counts.get(i).copied().unwrap_or(0));
+                    out.push_str(&format!(",{k},{a}"));
+                }
+                (Some(_), _) => out.push_str(",,"),
+                _ => {}
+            }
+            out.push('\n');
         }
     }
     out
@@ -450,6 +497,9 @@ mod tests {
         assert_eq!(model_name("TinyLlama-1.1B.Q8_0.gguf", None), "TinyLlama-1.1B.Q8_0");
         assert_eq!(model_name("model.safetensors.index.json", None), "model");
         assert_eq!(model_name("emb.npy", None), "emb");
+        assert_eq!(model_name("runs/all-MiniLM-L6-v2/model.safetensors", None), "all-MiniLM-L6-v2");
+        assert_eq!(model_name("ckpt/pytorch_model.bin", None), "ckpt");
+        assert_eq!(model_name("model.safetensors", None), "model");
         assert_eq!(
             model_name("model.safetensors", Some("https://huggingface.co/org/name/resolve/main/model.safetensors")),
             "org/name"

@@ -93,7 +93,7 @@ pub fn report(r: &Report) -> String {
     if let Some(why) = &r.gpu_fallback {
         let _ = writeln!(s, "GPU not used: {why}");
     }
-    let _ = writeln!(s, "class {:?}, {:.0} ms, kernel {}", r.class, r.timing_ms, r.kernel);
+    let _ = writeln!(s, "{}, {:.0} ms, kernel {}", r.class.label(), r.timing_ms, r.kernel);
     s
 }
 

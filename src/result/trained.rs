@@ -1,10 +1,10 @@
 //! ε without the rows a model never trained (`Report::trained`): the numbers the card shows beside
-//! the paper's ε, which counts every row and stays the headline (`docs/method.md` §7).
+//! the paper's ε, which counts every row and stays the headline (`docs/method.md` §9).
 
 use serde::{Deserialize, Serialize};
 
 use crate::pass::estimate::{self, Capacities, Class};
-use crate::pass::stats::{Moments, TopPair};
+use crate::pass::stats::{Moments, SampledHistogram, TopPair};
 use crate::read::untrained::{RowRanges, SetAside, UntrainedRule};
 
 /// One rule and the rows it names (a row two rules name counts under both).
@@ -127,18 +127,137 @@ pub fn summary(t: &TrainedReport) -> String {
         w.rows_excluded,
         why.join("; "),
         w.epsilon,
-        class_label(w.class),
+        w.class.label(),
         w.mu,
         w.sigma,
         if w.exact { "" } else { " (estimated from the histogram's sample of pairs)" },
     )
 }
 
-/// "Class 1", "Class 2", or the gap between them, as the card names them.
-pub fn class_label(c: Class) -> &'static str {
-    match c {
-        Class::One => "Class 1",
-        Class::Two => "Class 2",
-        Class::Between => "between the classes",
+/// What the card shows for a choice of rules.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Choice<'a> {
+    /// No rule enabled: every row counts, the paper's numbers.
+    AllRows,
+    /// The statistics without the rows of the enabled rules.
+    Without(&'a Without),
+    /// A choice whose numbers this report does not carry (a shared link carries the default only).
+    NotCarried,
+}
+
+impl TrainedReport {
+    /// The rules enabled by default, in rule order.
+    pub fn default_enabled(&self) -> Vec<String> {
+        self.rules.iter().filter(|r| r.enabled).map(|r| r.rule.clone()).collect()
+    }
+
+    /// The statistics for `enabled` (rule names, in any order).
+    pub fn choice(&self, enabled: &[String]) -> Choice<'_> {
+        let same =
+            |w: &Without| w.rules_enabled.len() == enabled.len() && enabled.iter().all(|e| w.rules_enabled.contains(e));
+        if enabled.is_empty() {
+            Choice::AllRows
+        } else if same(&self.without) {
+            Choice::Without(&self.without)
+        } else {
+            self.variants.iter().find(|w| same(w)).map_or(Choice::NotCarried, Choice::Without)
+        }
+    }
+}
+
+impl Without {
+    /// Whether `row` is one of the rows set aside here.
+    pub fn is_aside(&self, row: u64) -> bool {
+        // `excluded` is sorted and disjoint: the last range starting at or before `row` decides.
+        let i = self.excluded.partition_point(|r| r[0] <= row);
+        i > 0 && self.excluded.get(i - 1).is_some_and(|r| row < r[1])
+    }
+
+    /// `h` (the Report's full-range histogram) split into the pairs among trained rows and the
+    /// pairs with a set-aside row, both still as counts of `h`'s pairs; `None` when the overlay
+    /// counts are not over `h`'s bins (a shared link does not carry them).
+    pub fn overlay(&self, h: &SampledHistogram) -> Option<(SampledHistogram, SampledHistogram)> {
+        if self.aside_counts.len() != h.counts.len() || self.aside_counts.iter().zip(&h.counts).any(|(a, c)| a > c) {
+            return None;
+        }
+        let aside_pairs: u64 = self.aside_counts.iter().sum();
+        let mut trained = h.clone();
+        trained.counts = h.counts.iter().zip(&self.aside_counts).map(|(c, a)| c - a).collect();
+        let mut aside = h.clone();
+        aside.counts.clone_from(&self.aside_counts);
+        aside.pairs_in_histogram = aside_pairs;
+        trained.pairs_in_histogram = h.pairs_in_histogram.saturating_sub(aside_pairs);
+        Some((trained, aside))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn without(rules: &[&str], excluded: Vec<[u64; 2]>, aside_counts: Vec<u64>) -> Without {
+        Without {
+            rules_enabled: rules.iter().map(|s| s.to_string()).collect(),
+            excluded,
+            rows_excluded: 0,
+            rows_used: 0,
+            pairs: 0,
+            exact: true,
+            mu: 0.0,
+            sigma: 0.0,
+            epsilon: 0.0,
+            epsilon_3sigma: 0.0,
+            log10_capacity: estimate::capacities(8, 0.5),
+            capacity_determinate: false,
+            class: Class::One,
+            top_pairs: vec![],
+            aside_counts,
+        }
+    }
+
+    #[test]
+    fn a_choice_finds_its_numbers_in_any_order_or_says_they_are_not_carried() {
+        let t = TrainedReport {
+            rules: vec![
+                RuleRows { rule: "past_vocabulary".into(), rows: 3, enabled: true },
+                RuleRows { rule: "unused_token".into(), rows: 5, enabled: true },
+            ],
+            without: without(&["past_vocabulary", "unused_token"], vec![[1, 3], [10, 16]], vec![]),
+            variants: vec![without(&["unused_token"], vec![[1, 3], [10, 13]], vec![])],
+        };
+        assert_eq!(t.default_enabled(), ["past_vocabulary", "unused_token"]);
+        let both = ["unused_token".to_string(), "past_vocabulary".to_string()];
+        assert_eq!(t.choice(&both), Choice::Without(&t.without));
+        assert!(
+            matches!(t.choice(&["unused_token".into()]), Choice::Without(w) if w.excluded.len() == 2 && w.excluded[1] == [10, 13])
+        );
+        assert_eq!(t.choice(&["past_vocabulary".into()]), Choice::NotCarried);
+        assert_eq!(t.choice(&[]), Choice::AllRows);
+    }
+
+    #[test]
+    fn membership_follows_the_half_open_ranges() {
+        let w = without(&[], vec![[1, 3], [10, 16]], vec![]);
+        let got: Vec<u64> = (0..20).filter(|&r| w.is_aside(r)).collect();
+        assert_eq!(got, [1, 2, 10, 11, 12, 13, 14, 15]);
+    }
+
+    #[test]
+    fn the_overlay_splits_each_bin_and_refuses_counts_of_other_bins() {
+        let h = SampledHistogram {
+            lo: -1.0,
+            hi: 1.0,
+            edges: vec![-1.0, 0.0, 1.0],
+            counts: vec![7, 3],
+            below: 0,
+            above: 0,
+            pairs_in_histogram: 10,
+            rows_in_histogram: 5,
+        };
+        let (trained, aside) = without(&[], vec![], vec![2, 3]).overlay(&h).unwrap();
+        assert_eq!((trained.counts, trained.pairs_in_histogram), (vec![5, 0], 5));
+        assert_eq!((aside.counts, aside.pairs_in_histogram), (vec![2, 3], 5));
+        assert!(without(&[], vec![], vec![2]).overlay(&h).is_none());
+        assert!(without(&[], vec![], vec![8, 0]).overlay(&h).is_none());
     }
 }

@@ -92,6 +92,8 @@ pub struct Job {
     matrix: Matrix,
     /// The separate unembedding, when its rows may be read (per-token cosines, paper Fig. 9).
     unembedding_matrix: Option<Matrix>,
+    /// The model's name from its config.json, for `Report::model`.
+    name: Option<String>,
 }
 
 impl Opened {
@@ -217,7 +219,8 @@ impl Job {
             }
             None => None,
         };
-        Ok((Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix }, opened))
+        let name = set.name.clone();
+        Ok((Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix, name }, opened))
     }
 
     /// A helper's part of a pass split over workers (`pass`): the tensor `tensor` of `sources`
@@ -553,6 +556,7 @@ impl Job {
             t.variants.iter_mut().flat_map(|v| v.top_pairs.iter_mut()).for_each(name);
         }
         report.tied = self.tied.tied;
+        report.model.clone_from(&self.name);
         report.tied_evidence = self.tied.evidence.clone();
         Ok(report)
     }

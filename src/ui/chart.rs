@@ -205,3 +205,23 @@ pub fn download_text(name: &str, mime: &str, text: &str) {
     click_download(name, &url);
     let _ = web_sys::Url::revoke_object_url(&url);
 }
+
+/// The width in CSS pixels at which an SVG filling `wrapper` is drawn (at most `max`, at least
+/// `min`), following window resizes. An SVG laid out in those units draws its 12 px labels at
+/// 12 px; a fixed viewBox scaled down to a phone's width would shrink them (to about 6 px).
+pub fn drawn_width(wrapper: NodeRef<leptos::html::Div>, max: f64, min: f64) -> RwSignal<f64> {
+    let screen = expect_context::<Screen>();
+    let width = RwSignal::new(max);
+    Effect::new(move |_| {
+        screen.layout.track();
+        let Some(el) = wrapper.get() else { return };
+        let w = f64::from(el.client_width());
+        if w > 0.0 {
+            let w = w.clamp(min, max).floor();
+            if (w - width.get_untracked()).abs() >= 1.0 {
+                width.set(w);
+            }
+        }
+    });
+    width
+}

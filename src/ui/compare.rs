@@ -6,28 +6,19 @@ use leptos::prelude::*;
 use super::chart::{ChartCanvas, ChartSpec};
 use super::controller::State;
 use super::geometry::{missing_reason, reading};
-use super::result::{class_name, headline_capacity};
+use super::result::headline_capacity;
 use super::session::Entry;
 use crate::charts::Counted;
 use crate::pass::stats::SampledHistogram;
 use crate::result::paper;
-use crate::result::report::{group_digits, model_name, significant};
+use crate::result::report::{group_digits, significant};
 
 fn overlay_spec(entries: &[Entry], zoom: bool) -> ChartSpec {
     let chosen: Vec<&Entry> = entries.iter().filter(|e| e.overlay).collect();
     let pick = |e: &Entry| if zoom { e.report.histogram_zoom.clone() } else { e.report.histogram.clone() };
     let series: Vec<(String, SampledHistogram)> = chosen
         .iter()
-        .map(|e| {
-            (
-                format!(
-                    "{} (ε {})",
-                    model_name(&e.report.file, e.report.source_url.as_deref()),
-                    significant(e.report.epsilon, 3)
-                ),
-                pick(e),
-            )
-        })
+        .map(|e| (format!("{} (ε {})", e.report.model_name(), significant(e.report.epsilon, 3)), pick(e)))
         .collect();
     // The reference is drawn for the first chosen row's d (the paper overlays one random init).
     let reference = chosen.first().map(|e| {
@@ -62,14 +53,21 @@ pub fn Compare(
             .map(|(i, e)| {
                 let r = &e.report;
                 let id = e.id;
-                let name = model_name(&r.file, r.source_url.as_deref());
+                let name = r.model_name();
                 let eps = match r.epsilon_ci {
                     Some([lo, hi]) => format!("{} ± {}", significant(r.epsilon, 4), significant((hi - lo) / 2.0, 2)),
                     None => significant(r.epsilon, 4),
                 };
                 let label = format!("{name} {}", r.tensor);
+                // The default choice of rules (what the report carries first), with its class.
+                let trained = r.trained.as_ref().map(|t| &t.without);
+                let trained_cell = trained.map_or_else(
+                    || "–".to_string(),
+                    |w| format!("{} ({}, {} rows set aside)", significant(w.epsilon, 4), w.class.label(), group_digits(w.rows_excluded)),
+                );
+                let trained_value = trained.map_or_else(String::new, |w| w.epsilon.to_string());
                 view! {
-                    <tr data-testid="compare-row" data-epsilon=r.epsilon.to_string()>
+                    <tr data-testid="compare-row" data-epsilon=r.epsilon.to_string() data-trained-epsilon=trained_value>
                         <td>
                             <input
                                 type="checkbox"
@@ -84,8 +82,9 @@ pub fn Compare(
                         <td>{significant(r.mu, 4)}</td>
                         <td>{significant(r.sigma, 4)}</td>
                         <td>{eps}</td>
-                        <td>{class_name(r.class)}</td>
+                        <td>{r.class.label()}</td>
                         <td>{headline_capacity(r)}</td>
+                        <td>{trained_cell}</td>
                         <td class="row-actions">
                             <button type="button" class="small" disabled=i == 0 aria-label=format!("Move {label} up") on:click=move |_| session.shift(id, -1)>"↑"</button>
                             <button type="button" class="small" disabled=i + 1 == n aria-label=format!("Move {label} down") on:click=move |_| session.shift(id, 1)>"↓"</button>
@@ -102,7 +101,7 @@ pub fn Compare(
             .into_iter()
             .map(|e| {
                 let r = &e.report;
-                let name = model_name(&r.file, r.source_url.as_deref());
+                let name = r.model_name();
                 let cells = match &r.geometry {
                     Some(g) => {
                         let top = g.top_mean_dimensions.first().map_or_else(
@@ -142,7 +141,7 @@ pub fn Compare(
             <p class="note">
                 "Every analysis of this session is a row (kept in this browser's storage — results only, never weights). Tick rows to overlay their histograms."
             </p>
-            <div class="table-scroll">
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Results compared">
                 <table class="compare-table">
                     <thead>
                         <tr>
@@ -155,6 +154,7 @@ pub fn Compare(
                             <th scope="col">"ε"</th>
                             <th scope="col">"Class"</th>
                             <th scope="col">"Capacity (Eq. 7)"</th>
+                            <th scope="col">"ε without untrained rows"</th>
                             <th scope="col">"Order / remove"</th>
                         </tr>
                     </thead>

@@ -16,11 +16,11 @@ use web_sys::{File, MessageEvent, Window};
 
 use super::chart::{mu_epsilon_markers, ChartCanvas, ChartSpec};
 use super::controller::{self, State, Status};
-use super::result::{class_name, headline_capacity, page_base, ContractReport};
+use super::result::{headline_capacity, page_base, ContractReport};
 use crate::charts::Counted;
 use crate::pass::estimate::Class;
 use crate::result::links;
-use crate::result::report::{group_digits, model_name, significant, Report};
+use crate::result::report::{group_digits, significant, Report};
 
 /// Version of the host protocol.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -165,7 +165,7 @@ fn EmbedResult(
     report: Report,
 ) -> impl IntoView {
     let r = report;
-    let model = model_name(&r.file, r.source_url.as_deref());
+    let model = r.model_name();
     // Class 2 distributions sit inside ±0.2: the zoom shows them; Class 1 needs the full range.
     let hist = if r.class == Class::Two { r.histogram_zoom.clone() } else { r.histogram.clone() };
     let spec = ChartSpec::Histogram {
@@ -192,7 +192,7 @@ fn EmbedResult(
             <p class="embed-sub">{format!("{} · {} × {} {}", r.tensor, group_digits(r.rows), group_digits(r.dim), r.dtype)}</p>
             <div class="embed-figures">
                 <p><span class="value" data-testid="epsilon">{significant(r.epsilon, 4)}</span>" ε = μ + 2σ"<br /><span class="unit">{interval}</span></p>
-                <p><strong>{class_name(r.class)}</strong><br /><span class="unit">{capacity}</span></p>
+                <p><strong>{r.class.label()}</strong><br /><span class="unit">{capacity}</span></p>
             </div>
             <ChartCanvas spec=spec testid="histogram" shape="chart-small" file_stem="histogram".to_string() exports=false />
             <p class="embed-foot">

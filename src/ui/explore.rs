@@ -9,15 +9,18 @@ use super::controller::{compute_centred, find_neighbours, Provenance, State};
 use crate::explain::centred::CENTRED_NOTE;
 use crate::explain::neighbours::MAX_NEIGHBOURS;
 use crate::read::matrix::Query;
+use crate::read::vocab::visible;
 use crate::result::report::{significant, Report};
+use crate::result::trained::Choice;
 
 /// Neighbours asked for by default.
 const DEFAULT_K: u32 = 10;
 
-/// "“the” (#1820)", or "#1820" without a vocabulary.
+/// "“␣the” (#1820)", or "#1820" without a vocabulary: spaces and newlines drawn visibly
+/// ([`visible`]).
 fn token_label(row: u64, token: &Option<String>) -> String {
     match token {
-        Some(t) => format!("“{t}” (#{row})"),
+        Some(t) => format!("“{}” (#{row})", visible(t)),
         None => format!("#{row}"),
     }
 }
@@ -29,27 +32,80 @@ pub fn TailExplorer(
     report: Report,
     /// Page state.
     state: State,
+    /// The rules whose rows are set aside (the card's choice): the pairs among the other rows are
+    /// listed by default, and set-aside rows are marked where they appear.
+    enabled: RwSignal<Vec<String>>,
 ) -> impl IntoView {
     let epsilon = report.epsilon;
     let above = move |c: f64| if c > epsilon { "above" } else { "" };
-    let pairs = report
-        .top_pairs
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            view! {
-                <tr class=above(p.cosine) data-above=(p.cosine > epsilon).to_string()>
-                    <td>{i + 1}</td>
-                    <td>{token_label(p.a, &p.a_token)}</td>
-                    <td>{token_label(p.b, &p.b_token)}</td>
-                    <td>{significant(p.cosine, 4)}</td>
-                </tr>
-            }
+    let sample_rows = report.histogram.rows_in_histogram;
+    let show_all = RwSignal::new(false);
+    let trained = StoredValue::new(report.trained.clone());
+    let all_pairs = StoredValue::new(report.top_pairs.clone());
+    // The rows set aside under the card's choice of rules (none when every row counts).
+    let aside_of = move |row: u64| {
+        let chosen = enabled.get();
+        trained.with_value(|t| match t.as_ref().map(|t| t.choice(&chosen)) {
+            Some(Choice::Without(w)) => w.is_aside(row),
+            _ => false,
         })
-        .collect_view();
+    };
+    let mark = move |row: u64| {
+        aside_of(row).then(|| view! { <span class="aside-mark" data-testid="aside-mark" title="a row the model never trained">" (untrained)"</span> })
+    };
+    // Among trained rows by default; the switch (or no rule enabled) shows every pair.
+    let pairs_table = move || {
+        let chosen = enabled.get();
+        let among_trained = trained.with_value(|t| match t.as_ref().map(|t| t.choice(&chosen)) {
+            Some(Choice::Without(w)) => Some(w.top_pairs.clone()),
+            _ => None,
+        });
+        let switchable = among_trained.is_some();
+        let (pairs, caption) = match among_trained {
+            Some(p) if !show_all.get() => {
+                let n = p.len();
+                (p, format!("The {n} most similar pairs among the trained rows of the histogram's {sample_rows} sample rows"))
+            }
+            _ => {
+                let p = all_pairs.get_value();
+                let n = p.len();
+                (p, format!("The {n} most similar pairs among the {sample_rows} rows of the histogram sample"))
+            }
+        };
+        let rows = pairs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                view! {
+                    <tr class=above(p.cosine) data-above=(p.cosine > epsilon).to_string()>
+                        <td>{i + 1}</td>
+                        <td>{token_label(p.a, &p.a_token)}{mark(p.a)}</td>
+                        <td>{token_label(p.b, &p.b_token)}{mark(p.b)}</td>
+                        <td>{significant(p.cosine, 4)}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <p hidden=!switchable>
+                <label>
+                    <input type="checkbox" data-testid="pairs-show-all" prop:checked=move || show_all.get() on:change=move |ev| show_all.set(event_target_checked(&ev)) />
+                    " Show pairs with rows the model never trained too"
+                </label>
+            </p>
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Most similar pairs">
+            <table class="numbers explore-table" data-testid="top-pairs">
+                <caption>{caption}</caption>
+                <thead>
+                    <tr><th scope="col">"#"</th><th scope="col">"token a"</th><th scope="col">"token b"</th><th scope="col">"cosine"</th></tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+            </div>
+        }
+    };
     let has_pairs = !report.top_pairs.is_empty();
     let from_link = state.provenance.get_untracked() == Provenance::Permalink;
-    let sample_rows = report.histogram.rows_in_histogram;
     let query = RwSignal::new(String::new());
     let k = RwSignal::new(DEFAULT_K.to_string());
     let submit = move |ev: leptos::ev::SubmitEvent| {
@@ -72,18 +128,24 @@ pub fn TailExplorer(
                     view! {
                         <tr class=above(x.cosine) data-above=(x.cosine > epsilon).to_string()>
                             <td>{i + 1}</td>
-                            <td>{token_label(x.row, &x.token)}</td>
+                            <td>{token_label(x.row, &x.token)}{mark(x.row)}</td>
                             <td>{significant(x.cosine, 4)}</td>
                         </tr>
                     }
                 })
                 .collect_view();
             let above_count = n.neighbours.iter().filter(|x| x.cosine > epsilon).count();
+            let untrained = match n.neighbours.iter().filter(|x| aside_of(x.row)).count() {
+                0 => String::new(),
+                1 => "; 1 is a row the model never trained".to_string(),
+                u => format!("; {u} are rows the model never trained"),
+            };
             view! {
+                <div class="table-scroll" tabindex="0" role="region" aria-label="Nearest neighbours">
                 <table class="numbers explore-table" data-testid="neighbours">
                     <caption>
                         {format!(
-                            "Nearest to {} among all {} other rows (exact); {above_count} above ε",
+                            "Nearest to {} among all {} other rows (exact); {above_count} above ε{untrained}",
                             token_label(n.row, &n.token),
                             n.rows_compared
                         )}
@@ -93,6 +155,7 @@ pub fn TailExplorer(
                     </thead>
                     <tbody>{rows}</tbody>
                 </table>
+                </div>
             }
         })
     };
@@ -140,16 +203,7 @@ pub fn TailExplorer(
                 {format!("Cosines above ε = {} are highlighted: these pairs are the tail the paper's ε bounds (Fig. 3).", significant(epsilon, 4))}
             </p>
             {if has_pairs {
-                view! {
-                    <table class="numbers explore-table" data-testid="top-pairs">
-                        <caption>{format!("The {} most similar pairs among the {sample_rows} rows of the histogram sample", report.top_pairs.len())}</caption>
-                        <thead>
-                            <tr><th scope="col">"#"</th><th scope="col">"token a"</th><th scope="col">"token b"</th><th scope="col">"cosine"</th></tr>
-                        </thead>
-                        <tbody>{pairs}</tbody>
-                    </table>
-                }
-                .into_any()
+                view! { {pairs_table} }.into_any()
             } else {
                 view! { <p class="note">"No pair list: shared links do not carry it."</p> }.into_any()
             }}

@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use super::chart::drawn_width;
 use super::controller::State;
 use crate::charts::{Axis, FrameSpec, PlotFrame, Sizes};
 use crate::explain::geometry::{geometry_expected, Geometry, FULL_SPECTRUM_MAX_DIM, MAX_GEOMETRY_DIM};
@@ -155,6 +156,8 @@ pub fn GeometryPanel(
 /// the charts' [`PlotFrame`], sized from its tick labels.
 const SW: f64 = 600.0;
 const SH: f64 = 240.0;
+/// The narrowest the spectrum is laid out.
+const MIN_SW: f64 = 280.0;
 /// Decades of λ shown below the largest: smaller eigenvalues sit on the floor.
 const DECADES: f64 = 8.0;
 
@@ -185,6 +188,18 @@ fn Spectrum(
     /// Which eigenvalues these are ("all 512 eigenvalues", "leading 64 of 8192 eigenvalues (Lanczos)").
     label: String,
 ) -> impl IntoView {
+    let wrapper = NodeRef::<leptos::html::Div>::new();
+    let width = drawn_width(wrapper, SW, MIN_SW);
+    let (eigenvalues, label) = (StoredValue::new(eigenvalues), StoredValue::new(label));
+    view! {
+        <div class="map-box" node_ref=wrapper>
+            {move || eigenvalues.with_value(|e| label.with_value(|l| spectrum(width.get(), e, total, l)))}
+        </div>
+    }
+}
+
+/// The spectrum laid out `width` CSS pixels wide.
+fn spectrum(width: f64, eigenvalues: &[f64], total: f64, label: &str) -> AnyView {
     let n = eigenvalues.len();
     let top = eigenvalues.first().copied().unwrap_or(0.0);
     if n < 2 || top <= 0.0 || total <= 0.0 {
@@ -206,7 +221,7 @@ fn Spectrum(
         right_labels: &share_labels,
         x_labels: &k_labels,
         x_title: true,
-        ..FrameSpec::new(SW, SH, Sizes::new(1.0, 1.0))
+        ..FrameSpec::new(width, SH, Sizes::new(1.0, 1.0))
     };
     let Ok(frame) = PlotFrame::new(&spec) else { return ().into_any() };
     let x = |k: usize| frame.x(&x_axis, k as f64);
@@ -239,7 +254,7 @@ fn Spectrum(
     );
     view! {
         <figure class="chart spectrum-figure">
-            <svg class="map spectrum" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {SW} {SH}") role="img" aria-label=label.clone() data-testid="spectrum">
+            <svg class="map spectrum" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {width} {SH}") role="img" aria-label=label.clone() data-testid="spectrum">
                 <line class="axis" x1=frame.left x2=frame.right y1=frame.bottom y2=frame.bottom></line>
                 <line class="axis" x1=frame.left x2=frame.left y1=frame.top y2=frame.bottom></line>
                 <line class="axis" x1=frame.right x2=frame.right y1=frame.top y2=frame.bottom></line>

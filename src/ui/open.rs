@@ -104,8 +104,26 @@ pub fn TensorPicker(
             };
             let missing = (!o.missing.is_empty())
                 .then(|| format!("Parts of this model not given: {}.", o.missing.join(", ")));
-            let ignored = (!o.ignored.is_empty())
-                .then(|| format!("Not read (not named by the index, or not a model file): {}.", o.ignored.join(", ")));
+            // tokenizer.json and config.json are not model files but are read (the first of
+            // each): the tokens name rows and set untrained ones aside; config gives the vocabulary size.
+            let base = |n: &str| n.rsplit('/').next().unwrap_or(n).to_ascii_lowercase();
+            let first_of = |kind: &str| o.ignored.iter().find(|n| base(n) == kind).cloned();
+            let companions: Vec<String> = [
+                first_of("tokenizer.json").map(|n| format!("{n} (token names, rows never trained)")),
+                first_of("config.json").map(|n| format!("{n} (vocabulary size)")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let read_too = (!companions.is_empty()).then(|| format!("Also read: {}.", companions.join(", ")));
+            let unread: Vec<String> = o
+                .ignored
+                .iter()
+                .filter(|n| Some(*n) != first_of("tokenizer.json").as_ref() && Some(*n) != first_of("config.json").as_ref())
+                .cloned()
+                .collect();
+            let ignored = (!unread.is_empty())
+                .then(|| format!("Not read (not named by the index, or not a model file): {}.", unread.join(", ")));
             view! {
                 <section class="picker" aria-label="Tensor">
                     <div class="demo-row">
@@ -119,6 +137,7 @@ pub fn TensorPicker(
                         view! { <p class="hint">{format!("Chosen: {} ({}). {}", o.chosen, o.reason, unembedding)}</p> }.into_any()
                     }}
                     {missing.map(|m| view! { <p class="hint" data-testid="missing-shards">{m}</p> })}
+                    {read_too.map(|m| view! { <p class="hint" data-testid="read-too">{m}</p> })}
                     {ignored.map(|m| view! { <p class="hint">{m}</p> })}
                 </section>
             }

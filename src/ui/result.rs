@@ -3,7 +3,8 @@
 //! travel (permalink, embed code, exports). Every figure is a field of the [`Report`].
 //!
 //! One component per job, in the order they appear on the card: [`headline`] (the heading, the
-//! notes on where the result came from, the three figures), [`glossary`] (the explanations),
+//! notes on where the result came from, the three figures), [`trained`] (ε without the rows the
+//! model never trained, and the switches of the rules that found them), [`glossary`] (the explanations),
 //! [`charts`] (histograms and sensitivity), [`numbers`] (the table of every number),
 //! [`unembedding`] (the output matrix, when there is one) and [`share`] (permalink, embed code,
 //! exports).
@@ -13,6 +14,7 @@ mod glossary;
 mod headline;
 mod numbers;
 mod share;
+mod trained;
 mod unembedding;
 
 use leptos::prelude::*;
@@ -24,10 +26,11 @@ use crate::result::links;
 use crate::result::report::{export_stem, Report};
 use charts::{Histograms, Sensitivity};
 use glossary::Glossary;
-pub use headline::{class_name, headline_capacity};
+pub use headline::headline_capacity;
 use headline::{CardHeading, Headline};
 use numbers::NumbersTable;
 use share::ShareExport;
+use trained::TrainedLine;
 use unembedding::Unembedding;
 
 /// The testing-contract element (ARCHITECTURE.md, "The testing contract"): `data-testid="report"` with `data-status`,
@@ -99,15 +102,20 @@ fn ResultCard(
     let r = report;
     let stem = export_stem(&r);
     let running = move || state.status.get() == Status::Running;
+    // Which rules' rows are set aside in the numbers beside the paper's: the card's choice, which
+    // the tail explorer and the histogram follow.
+    let enabled = RwSignal::new(r.trained.as_ref().map(|t| t.default_enabled()).unwrap_or_default());
+    let trained = r.trained.clone().map(|t| view! { <TrainedLine trained=t enabled=enabled dim=r.dim /> });
     view! {
         <article class="card" class:stale=running aria-labelledby="result-heading">
             <CardHeading report=r.clone() state=state />
             <Headline report=r.clone() />
+            {trained}
             <Glossary />
-            <Histograms report=r.clone() stem=stem.clone() />
+            <Histograms report=r.clone() stem=stem.clone() enabled=enabled />
             <Sensitivity report=r.clone() stem=stem.clone() />
             <GeometrySection report=r.clone() state=state />
-            <TailExplorer report=r.clone() state=state />
+            <TailExplorer report=r.clone() state=state enabled=enabled />
             <NumbersTable report=r.clone() />
             {r.unembedding.clone().map(|u| view! { <Unembedding unembedding=u mu=r.mu epsilon=r.epsilon stem=stem /> })}
             <p class="caveat">{r.caveat.clone()}</p>

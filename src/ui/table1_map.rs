@@ -9,19 +9,21 @@ use leptos::prelude::*;
 
 use wasm_bindgen::JsCast;
 
-use super::chart::{click_download, download_text};
+use super::chart::{click_download, download_text, drawn_width};
 use super::controller::State;
 use super::session::Entry;
 use crate::charts::{Axis, FrameSpec, PlotFrame, Sizes, YTitle};
 use crate::pass::estimate::{self, Class};
 use crate::read::locate::TensorRole;
 use crate::result::paper::{self, TABLE1};
-use crate::result::report::{group_digits, model_name, scientific_from_log10, significant};
+use crate::result::report::{group_digits, scientific_from_log10, significant};
 
 /// Outer size of each map in SVG user units (CSS px at full width); its margins and scales are the
 /// charts' [`PlotFrame`], sized from its tick labels and axis titles.
 const W: f64 = 600.0;
 const H: f64 = 330.0;
+/// The narrowest the map is laid out (a 320 px phone less the page's margins).
+const MIN_W: f64 = 280.0;
 /// d_model ticks: the powers of two the paper's models sit on.
 const D_TICKS: [u64; 6] = [512, 1024, 2048, 4096, 8192, 16384];
 /// How far past the d axis's ends a point may sit (as a fraction of its length) before it is
@@ -59,7 +61,7 @@ impl Point {
             if self.user { " (yours)" } else { "" },
             group_digits(self.d),
             significant(self.epsilon, 4),
-            super::result::class_name(self.class),
+            self.class.label(),
             self.capacity
         )
     }
@@ -90,16 +92,14 @@ fn user_points(entries: &[Entry]) -> Vec<Point> {
                 // A tensor that is not the input embedding is placed, but named for what it is.
                 name: match r.tensor_role {
                     TensorRole::InputEmbedding => {
-                        format!("{} · {}", model_name(&r.file, r.source_url.as_deref()), r.tensor)
+                        format!("{} · {}", r.model_name(), r.tensor)
                     }
-                    TensorRole::OutputMatrix => format!(
-                        "{} · {} (output matrix: not comparable with Table 1)",
-                        model_name(&r.file, r.source_url.as_deref()),
-                        r.tensor
-                    ),
+                    TensorRole::OutputMatrix => {
+                        format!("{} · {} (output matrix: not comparable with Table 1)", r.model_name(), r.tensor)
+                    }
                     TensorRole::Other => format!(
                         "{} · {} (not the input embedding: not comparable with Table 1)",
-                        model_name(&r.file, r.source_url.as_deref()),
+                        r.model_name(),
                         r.tensor
                     ),
                 },
@@ -115,7 +115,8 @@ fn user_points(entries: &[Entry]) -> Vec<Point> {
         .collect()
 }
 
-/// One scatter: bands, axes, the paper's points and the user's.
+/// One scatter, drawn at the width its box has (`drawn_width`): bands, axes, the paper's points
+/// and the user's.
 #[component]
 fn Scatter(
     /// ε range shown.
@@ -133,6 +134,28 @@ fn Scatter(
     /// The description of the point under the pointer or focus.
     readout: RwSignal<String>,
 ) -> impl IntoView {
+    let wrapper = NodeRef::<leptos::html::Div>::new();
+    let width = drawn_width(wrapper, W, MIN_W);
+    let ticks = StoredValue::new(ticks);
+    view! {
+        <div class="map-box" node_ref=wrapper>
+            {move || scatter(width.get(), range, ticks.get_value(), title, testid, focusable, points, readout)}
+        </div>
+    }
+}
+
+/// The scatter laid out `width` CSS pixels wide.
+#[allow(clippy::too_many_arguments)]
+fn scatter(
+    width: f64,
+    range: (f64, f64),
+    ticks: Vec<f64>,
+    title: &'static str,
+    testid: &'static str,
+    focusable: bool,
+    points: Signal<Vec<Point>>,
+    readout: RwSignal<String>,
+) -> AnyView {
     let (lo, hi) = range;
     let y_labels: Vec<String> = ticks.iter().map(|t| format!("{t}")).collect();
     let d_labels: Vec<String> = D_TICKS.iter().map(|d| d.to_string()).collect();
@@ -141,7 +164,7 @@ fn Scatter(
         x_labels: &d_labels,
         x_title: true,
         y_title: YTitle::Beside,
-        ..FrameSpec::new(W, H, Sizes::new(1.0, 1.0))
+        ..FrameSpec::new(width, H, Sizes::new(1.0, 1.0))
     };
     let frame = match PlotFrame::new(&spec) {
         Ok(frame) => frame,
@@ -159,8 +182,28 @@ fn Scatter(
             let (y0, y1) = (y_of(b), y_of(a));
             view! {
                 <rect class=format!("band {class}") x=frame.left y=y0 width=frame.plot_width() height=y1 - y0></rect>
-                // Labels on the left: no model of the paper has d < 640, so nothing is drawn there.
-                <text class="band-label" x=frame.left + 6.0 y=y0 + 14.0 text-anchor="start">{label}</text>
+                // Labels in a corner of their band no point covers: the top left first (no model
+                // of the paper has d < 640), then the top right, bottom left, bottom right.
+                {move || {
+                    let width = 7.0 * label.chars().count() as f64;
+                    let corners = [
+                        (frame.left + 6.0, y0 + 14.0, "start"),
+                        (frame.right - 6.0, y0 + 14.0, "end"),
+                        (frame.left + 6.0, y1 - 6.0, "start"),
+                        (frame.right - 6.0, y1 - 6.0, "end"),
+                    ];
+                    let covered = |(x, y, anchor): (f64, f64, &str)| {
+                        let (left, right) = if anchor == "start" { (x, x + width) } else { (x - width, x) };
+                        points.with(|ps| {
+                            ps.iter().filter(|p| p.epsilon >= lo && p.epsilon <= hi).any(|p| {
+                                let (px, py) = (x_of(p.d), y_of(p.epsilon));
+                                px > left - 8.0 && px < right + 8.0 && py > y - 20.0 && py < y + 8.0
+                            })
+                        })
+                    };
+                    let (x, y, anchor) = corners.into_iter().find(|&c| !covered(c)).unwrap_or(corners[0]);
+                    view! { <text class="band-label" x=x y=y text-anchor=anchor>{label}</text> }
+                }}
             }
         })
     };
@@ -209,7 +252,7 @@ fn Scatter(
     // The y title is turned a quarter left, centred on the frame's height in its own column.
     let (title_x, title_y) = (frame.y_title.map_or(frame.inset, |c| c.middle()), (frame.top + frame.bottom) / 2.0);
     view! {
-        <svg class="map" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}") data-testid=testid role="group" aria-label=title>
+        <svg class="map" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {width} {H}") data-testid=testid role="group" aria-label=title>
             {band(0.0, estimate::FINITE_CAPACITY_BELOW, "class2", "Class 2 (ε < 0.1)")}
             {band(estimate::FINITE_CAPACITY_BELOW, estimate::CLASS_1_ABOVE, "gap", "no model (0.1–0.2)")}
             {band(estimate::CLASS_1_ABOVE, 2.0, "class1", "Class 1 (ε > 0.2)")}
@@ -281,7 +324,7 @@ pub fn Table1Map(
                         <th scope="row">{p.name.clone()}{p.user.then_some(" (yours)")}</th>
                         <td>{group_digits(p.d)}</td>
                         <td>{significant(p.epsilon, 4)}</td>
-                        <td>{super::result::class_name(p.class)}</td>
+                        <td>{p.class.label()}</td>
                         <td>{p.capacity.clone()}</td>
                     </tr>
                 }
@@ -321,7 +364,7 @@ pub fn Table1Map(
             </p>
             <details>
                 <summary>"Table 1 as a table (sortable)"</summary>
-                <div class="table-scroll">
+                <div class="table-scroll" tabindex="0" role="region" aria-label="Table 1">
                     <table class="table1-table" data-testid="table1-table">
                         <thead>
                             <tr>
@@ -347,7 +390,7 @@ fn capacity_order(p: &Point) -> f64 {
 
 /// The map's SVG as a standalone file: its colours come from the page's style sheet, so the rules it
 /// uses are written into it with the theme's current values.
-fn standalone_svg(testid: &str) -> Option<String> {
+fn standalone_svg(testid: &str) -> Option<(String, f64)> {
     let window = web_sys::window()?;
     let document = window.document()?;
     let svg = document.query_selector(&format!("[data-testid=\"{testid}\"]")).ok()??;
@@ -375,18 +418,23 @@ fn standalone_svg(testid: &str) -> Option<String> {
         var("--card"),
     );
     let html = svg.outer_html();
+    // The map is laid out at the width it is drawn at (`drawn_width`): its viewBox says which.
+    let w = svg.get_attribute("viewBox").and_then(|v| v.split_whitespace().nth(2)?.parse::<f64>().ok()).unwrap_or(W);
     // Right after the opening tag, so the background is drawn first.
     let open_end = html.find('>')? + 1;
     let (head, body) = html.split_at(open_end);
-    Some(format!(
-        "{}{style}{body}",
-        head.replacen("<svg", &format!("<svg width=\"{}\" height=\"{}\"", W * 2.0, H * 2.0), 1)
+    Some((
+        format!(
+            "{}{style}{body}",
+            head.replacen("<svg", &format!("<svg width=\"{}\" height=\"{}\"", w * 2.0, H * 2.0), 1)
+        ),
+        w,
     ))
 }
 
 /// Downloads the map as SVG, or as PNG (the SVG drawn on a canvas: nothing leaves the machine).
 fn export_map(testid: &'static str, png: bool) {
-    let Some(svg) = standalone_svg(testid) else { return };
+    let Some((svg, w)) = standalone_svg(testid) else { return };
     if !png {
         download_text("orthoscope-table1-map.svg", "image/svg+xml", &svg);
         return;
@@ -407,7 +455,7 @@ fn export_map(testid: &'static str, png: bool) {
         else {
             return;
         };
-        canvas.set_width((W * 2.0) as u32);
+        canvas.set_width((w * 2.0) as u32);
         canvas.set_height((H * 2.0) as u32);
         let Some(context) = canvas
             .get_context("2d")

@@ -109,6 +109,10 @@ pub struct ModelSet {
     /// What the model files hold but cannot be read in place ([`ModelInfo::skipped`]).
     #[serde(default)]
     pub skipped: Vec<SkippedTensor>,
+    /// The model's name as its `config.json` gives it (`_name_or_path`: a Hub id, or the last part
+    /// of a local path), for display in place of a generic file name such as `model.safetensors`.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 impl ModelSet {
@@ -237,6 +241,7 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
     set.vocab_size = infos.iter().find_map(|(_, info)| info.vocab_size).or(config.vocab_size);
     set.hints.hidden_size = config.hidden_size;
     set.hints.tied = config.tied;
+    set.name = config.name.clone();
     set.vocab = infos.iter().map(|(_, info)| &info.vocab).find(|v| !v.is_empty()).cloned().unwrap_or_default();
     set.shards = infos.iter().map(|(i, _)| *i).collect();
     // Missing external-data files are not missing shards of the format's count.
@@ -417,6 +422,22 @@ struct ConfigHints {
     tied: Option<bool>,
     /// MLX's `quantization` (bits and group size, per layer too).
     quantization: Option<mlx::QuantConfig>,
+    /// `_name_or_path`, made a display name ([`display_name`]).
+    name: Option<String>,
+}
+
+/// Longest model name kept from a config.json (Hub ids are at most 96 characters).
+const MAX_NAME_CHARS: usize = 120;
+
+/// A config's `_name_or_path` as a name to show: a Hub id ("org/model") as it is, a local path
+/// ("/home/me/runs/ckpt-3000", "C:\\models\\x") by its last part; nothing when empty or odd.
+fn display_name(raw: &str) -> Option<String> {
+    let raw = raw.trim().trim_end_matches(['/', '\\']);
+    let local =
+        raw.starts_with(['/', '.', '~']) || raw.contains('\\') || raw.matches('/').count() > 1 || raw.contains(':');
+    let name = if local { raw.rsplit(['/', '\\']).next().unwrap_or(raw) } else { raw };
+    let ok = !name.is_empty() && name.chars().count() <= MAX_NAME_CHARS && !name.chars().any(char::is_control);
+    ok.then(|| name.to_string())
 }
 
 fn read_config(source: &dyn ByteSource, name: &str) -> Result<ConfigHints, FormatError> {
@@ -434,6 +455,7 @@ fn read_config(source: &dyn ByteSource, name: &str) -> Result<ConfigHints, Forma
         hidden_size: get(&["hidden_size", "n_embd", "d_model"]).and_then(|v| v.as_u64()),
         tied: get(&["tie_word_embeddings"]).and_then(|v| v.as_bool()),
         quantization: mlx::QuantConfig::from_config(&value),
+        name: value.get("_name_or_path").and_then(|v| v.as_str()).and_then(display_name),
     })
 }
 
@@ -795,6 +817,21 @@ fn display_format(infos: &[(usize, ModelInfo)], files: &[String], missing: usize
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_config_names_the_model_by_its_hub_id_or_the_last_part_of_its_path() {
+        assert_eq!(
+            display_name("sentence-transformers/all-MiniLM-L6-v2").as_deref(),
+            Some("sentence-transformers/all-MiniLM-L6-v2")
+        );
+        assert_eq!(display_name("gpt2").as_deref(), Some("gpt2"));
+        assert_eq!(display_name("/home/me/runs/ckpt-3000/").as_deref(), Some("ckpt-3000"));
+        assert_eq!(display_name("C:\\models\\tiny").as_deref(), Some("tiny"));
+        assert_eq!(display_name("./out").as_deref(), Some("out"));
+        assert_eq!(display_name("  ").as_deref(), None);
+        assert_eq!(display_name(&"x".repeat(500)).as_deref(), None);
+        assert_eq!(display_name("a\u{7}b").as_deref(), None);
+    }
+
     use super::*;
 
     #[test]

@@ -6,7 +6,8 @@ use leptos::prelude::*;
 use crate::charts::Counted;
 use crate::pass::stats::SampledHistogram;
 use crate::result::paper;
-use crate::result::report::{group_digits, model_name, Report};
+use crate::result::report::{group_digits, Report};
+use crate::result::trained::Choice;
 use crate::ui::chart::{mu_epsilon_markers, ChartCanvas, ChartSpec};
 
 /// The two histograms of pairwise cosines (paper Fig. 1/2): the full range and a zoom on the bulk,
@@ -18,20 +19,52 @@ pub fn Histograms(
     report: Report,
     /// Base of the exported file names (`export_stem`).
     stem: String,
+    /// The rules whose rows are set aside (the card's choice): what the overlay splits off.
+    enabled: RwSignal<Vec<String>>,
 ) -> impl IntoView {
     let r = report;
-    let model = model_name(&r.file, r.source_url.as_deref());
+    let model = r.model_name();
+    let overlay = RwSignal::new(false);
     let markers = mu_epsilon_markers(r.mu, r.epsilon, r.epsilon_ci);
     let reference = |h: &SampledHistogram| {
         Some((format!("random init, d = {}", r.dim), paper::random_init_bin_fractions(r.dim, &h.edges)))
     };
-    let full = ChartSpec::Histogram {
+    let full_plain = ChartSpec::Histogram {
         title: "All pairwise cosines".into(),
         series: vec![(model.clone(), r.histogram.clone())],
         markers: markers.clone(),
         reference: reference(&r.histogram),
         counted: Counted::Pairs,
     };
+    // The overlay: the same pairs split into those among trained rows and those with a set-aside
+    // row, each drawn as a share of its own pairs (so the set-aside rows' shape shows).
+    let trained = StoredValue::new(r.trained.clone());
+    let histogram = StoredValue::new(r.histogram.clone());
+    let split = move || {
+        let chosen = enabled.get();
+        trained.with_value(|t| match t.as_ref().map(|t| t.choice(&chosen)) {
+            Some(Choice::Without(w)) => histogram.with_value(|h| w.overlay(h)),
+            _ => None,
+        })
+    };
+    let can_overlay = Signal::derive(move || split().is_some());
+    let overlay_model = model.clone();
+    let full = Signal::derive(move || match (overlay.get(), split()) {
+        (true, Some((kept, aside))) => match full_plain.clone() {
+            ChartSpec::Histogram { title, markers, reference, counted, .. } => ChartSpec::Histogram {
+                title,
+                series: vec![
+                    (format!("{overlay_model}: pairs among trained rows"), kept),
+                    (format!("pairs with a set-aside row ({})", group_digits(aside.pairs_in_histogram)), aside),
+                ],
+                markers,
+                reference,
+                counted,
+            },
+            other => other,
+        },
+        _ => full_plain.clone(),
+    });
     let zoom = ChartSpec::Histogram {
         title: format!("Zoom on [{}, {}]", r.histogram_zoom.lo, r.histogram_zoom.hi),
         series: vec![(model, r.histogram_zoom.clone())],
@@ -59,6 +92,12 @@ pub fn Histograms(
             <ChartCanvas spec=zoom testid="histogram-zoom" file_stem=format!("{stem}-histogram-zoom") />
         </div>
         <p class="note">{sample}</p>
+        <p hidden=move || !can_overlay.get()>
+            <label>
+                <input type="checkbox" data-testid="histogram-overlay" prop:checked=move || overlay.get() on:change=move |ev| overlay.set(event_target_checked(&ev)) />
+                " Overlay the pairs with a row the model never trained (full-range histogram)"
+            </label>
+        </p>
     }
 }
 

@@ -7,18 +7,9 @@ use super::page_base;
 use crate::pass::estimate::Class;
 use crate::result::links;
 use crate::result::paper;
-use crate::result::report::{group_digits, model_name, scientific_from_log10, significant, Report};
+use crate::result::report::{group_digits, scientific_from_log10, significant, Report};
 use crate::result::text;
 use crate::ui::controller::{Provenance, State, Status};
-
-/// "Class 2", and what it means (`docs/method.md` §3).
-pub fn class_name(c: Class) -> &'static str {
-    match c {
-        Class::One => "Class 1",
-        Class::Two => "Class 2",
-        Class::Between => "between the classes",
-    }
-}
 
 /// What a class says about the distribution of cosines (`docs/method.md` §3).
 pub fn class_meaning(c: Class) -> &'static str {
@@ -49,7 +40,7 @@ pub fn CardHeading(
     state: State,
 ) -> impl IntoView {
     let r = report;
-    let model = model_name(&r.file, r.source_url.as_deref());
+    let model = r.model_name();
     let shared = state.provenance.get_untracked() == Provenance::Permalink;
     let running = move || state.status.get() == Status::Running;
     let rerun = links::rerun_href(&page_base(), &r);
@@ -123,7 +114,7 @@ pub fn Headline(
             </div>
             <div class="figure">
                 <h3>"Class"</h3>
-                <p class="big" data-testid="class">{class_name(r.class)}</p>
+                <p class="big" data-testid="class">{r.class.label()}</p>
                 <p class="unit">{class_meaning(r.class)}</p>
             </div>
             <div class="figure">

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 
 use crate::charts::Counted;
 use crate::result::report::{group_digits, significant, UnembeddingReport};
+use crate::result::trained::summary;
 use crate::ui::chart::{mu_epsilon_markers, ChartCanvas, ChartSpec};
 
 /// The unembedding's section: its tensor, shape and dtype, μ, σ and μ + 2σ (exact or with their
@@ -38,6 +39,7 @@ pub fn Unembedding(
         <div class="unembedding" data-testid="unembedding">
             <h3>{format!("Unembedding {} ({} × {}, {})", u.tensor, group_digits(u.rows), group_digits(u.dim), u.dtype)}</h3>
             <p>{format!("μ = {} · σ = {} · μ + 2σ = {} ({interval})", significant(u.mu, 5), significant(u.sigma, 5), significant(u.mu_plus_2sigma, 5))}</p>
+            {u.trained.as_ref().map(|t| view! { <p data-testid="unembedding-trained">{format!("Its rows, {}.", summary(t).replacen("without", "Without", 1))}</p> })}
             <p class="note">{u.note.clone()}</p>
             <UnembeddingCharts unembedding=u mu=mu epsilon=epsilon stem=stem />
         </div>

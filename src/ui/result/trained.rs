@@ -1,0 +1,119 @@
+//! Beside the paper's ε (which counts every row and stays the headline): ε without the rows the
+//! model never trained, with its class and capacity, the rules that found them (each with its count
+//! and a switch), and why (`docs/method.md` §9). The choice of rules is the card's: the tail
+//! explorer and the histogram follow it.
+
+use leptos::prelude::*;
+
+use crate::read::untrained::UntrainedRule;
+use crate::result::report::{group_digits, scientific_from_log10, significant};
+use crate::result::trained::{Choice, TrainedReport, Without};
+
+/// The capacity at the trained rows' ε (paper Eq. 7), or why there is none.
+pub fn trained_capacity(w: &Without) -> String {
+    if w.capacity_determinate {
+        scientific_from_log10(w.log10_capacity.adjusted_full)
+    } else {
+        "indeterminate".to_string()
+    }
+}
+
+/// The line under the headline figures, and a switch per rule.
+#[component]
+pub fn TrainedLine(
+    /// `Report::trained`.
+    trained: TrainedReport,
+    /// The rules the user has enabled (the card's choice).
+    enabled: RwSignal<Vec<String>>,
+    /// d, for the capacity's unit.
+    dim: u64,
+) -> impl IntoView {
+    let t = StoredValue::new(trained);
+    let line = move || {
+        let chosen = enabled.get();
+        t.with_value(|t| match t.choice(&chosen) {
+            Choice::AllRows => view! {
+                <p data-testid="trained-epsilon" data-value="">
+                    "No rule is enabled: every row counts, as in the paper's ε above."
+                </p>
+            }
+            .into_any(),
+            Choice::NotCarried => view! {
+                <p class="note" data-testid="trained-epsilon" data-value="">
+                    "This choice of rules is not carried by a shared link (it carries the default only): open the model itself to switch rules."
+                </p>
+            }
+            .into_any(),
+            Choice::Without(w) => {
+                let how = if w.exact {
+                    format!("exact over all {} pairs of the {} rows left", group_digits(w.pairs), group_digits(w.rows_used))
+                } else {
+                    format!("estimated from the {} sampled pairs among the rows left", group_digits(w.pairs))
+                };
+                view! {
+                    <p data-testid="trained-epsilon" data-value=w.epsilon.to_string()>
+                        {format!("Without the {} rows the model never trained: ε = ", group_digits(w.rows_excluded))}
+                        <strong>{significant(w.epsilon, 4)}</strong>
+                        " · "
+                        <strong data-testid="trained-class">{w.class.label()}</strong>
+                        " · capacity "
+                        <strong data-testid="trained-capacity">{trained_capacity(w)}</strong>
+                        {format!(
+                            " (d = {}); μ = {}, σ = {}, {how}.",
+                            group_digits(dim),
+                            significant(w.mu, 4),
+                            significant(w.sigma, 4)
+                        )}
+                    </p>
+                }
+                .into_any()
+            }
+        })
+    };
+    let switches = t.with_value(|t| {
+        t.rules
+            .iter()
+            .map(|r| {
+                let name = r.rule.clone();
+                let describe = UntrainedRule::from_name(&name).map_or("", |u| u.describe());
+                let checked = {
+                    let name = name.clone();
+                    move || enabled.with(|e| e.contains(&name))
+                };
+                let toggle = {
+                    let name = name.clone();
+                    move |ev: leptos::ev::Event| {
+                        let on = event_target_checked(&ev);
+                        enabled.update(|e| {
+                            e.retain(|x| x != &name);
+                            if on {
+                                e.push(name.clone());
+                            }
+                        });
+                    }
+                };
+                view! {
+                    <li>
+                        <label>
+                            <input type="checkbox" data-testid=format!("trained-rule-{name}") prop:checked=checked on:change=toggle />
+                            {format!(" {} {describe}", group_digits(r.rows))}
+                        </label>
+                    </li>
+                }
+            })
+            .collect_view()
+    });
+    view! {
+        <section class="trained" data-testid="trained" aria-labelledby="trained-heading">
+            <h3 id="trained-heading">"Rows the model never trained"</h3>
+            {line}
+            <fieldset>
+                <legend>"Set aside, by the rule that found them"</legend>
+                <ul class="rules">{switches}</ul>
+            </fieldset>
+            <p class="note">
+                "The paper's ε above counts every row, so it compares with Table 1. Rows a model never trained (a vocabulary padded past its last token, tokens its tokenizer reserves) pull ε towards their own geometry; the number here is over the other rows, removed exactly from the same pass."
+            </p>
+        </section>
+    }
+}
