@@ -364,9 +364,6 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-/// A name for the model behind a report, for titles and file names: the repository when it was
-/// opened from a Hugging Face style URL (`…/org/name/resolve/rev/file`, or `hf:org/name@rev`), else
-/// the file name without its extension and shard suffix ("model-00001-of-00004.safetensors" → "model").
 impl Report {
     /// The model's name for titles, legends and file names: the repository of a URL it was opened
     /// from, else the name its config gives, else the file's (or, for a generic file name such as
@@ -383,6 +380,9 @@ impl Report {
 /// File stems that name no model: their folder does.
 const GENERIC_STEMS: [&str; 6] = ["model", "pytorch_model", "consolidated", "weights", "params", "checkpoint"];
 
+/// A name for the model behind a report, for titles and file names: the repository when it was
+/// opened from a Hugging Face style URL (`…/org/name/resolve/rev/file`, or `hf:org/name@rev`), else
+/// the file name without its extension and shard suffix ("model-00001-of-00004.safetensors" → "model").
 pub fn model_name(file: &str, source_url: Option<&str>) -> String {
     if let Some(repo) = source_url.and_then(repository_of_url) {
         return repo;

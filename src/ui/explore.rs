@@ -60,7 +60,6 @@ pub fn TailExplorer(
             Some(Choice::Without(w)) => Some(w.top_pairs.clone()),
             _ => None,
         });
-        let switchable = among_trained.is_some();
         let (pairs, caption) = match among_trained {
             Some(p) if !show_all.get() => {
                 let n = p.len();
@@ -87,12 +86,6 @@ pub fn TailExplorer(
             })
             .collect_view();
         view! {
-            <p hidden=!switchable>
-                <label>
-                    <input type="checkbox" data-testid="pairs-show-all" prop:checked=move || show_all.get() on:change=move |ev| show_all.set(event_target_checked(&ev)) />
-                    " Show pairs with rows the model never trained too"
-                </label>
-            </p>
             <div class="table-scroll" tabindex="0" role="region" aria-label="Most similar pairs">
             <table class="numbers explore-table" data-testid="top-pairs">
                 <caption>{caption}</caption>
@@ -103,6 +96,19 @@ pub fn TailExplorer(
             </table>
             </div>
         }
+    };
+    // Outside the table's closure, so the checkbox keeps keyboard focus when it redraws the table.
+    let switchable = move || {
+        let chosen = enabled.get();
+        trained.with_value(|t| matches!(t.as_ref().map(|t| t.choice(&chosen)), Some(Choice::Without(_))))
+    };
+    let switch = view! {
+        <p hidden=move || !switchable()>
+            <label>
+                <input type="checkbox" data-testid="pairs-show-all" prop:checked=move || show_all.get() on:change=move |ev| show_all.set(event_target_checked(&ev)) />
+                " Show pairs with rows the model never trained too"
+            </label>
+        </p>
     };
     let has_pairs = !report.top_pairs.is_empty();
     let from_link = state.provenance.get_untracked() == Provenance::Permalink;
@@ -203,7 +209,7 @@ pub fn TailExplorer(
                 {format!("Cosines above ε = {} are highlighted: these pairs are the tail the paper's ε bounds (Fig. 3).", significant(epsilon, 4))}
             </p>
             {if has_pairs {
-                view! { {pairs_table} }.into_any()
+                view! { {switch}{pairs_table} }.into_any()
             } else {
                 view! { <p class="note">"No pair list: shared links do not carry it."</p> }.into_any()
             }}

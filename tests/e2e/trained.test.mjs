@@ -89,6 +89,7 @@ test("ε without the rows never trained: shown beside the paper's, switched per 
     await b.page.waitForFunction(() => document.querySelectorAll('[data-testid="top-pairs"] [data-testid="aside-mark"]').length > 0);
     const marks = await b.page.locator('[data-testid="top-pairs"] [data-testid="aside-mark"]').count();
     assert.equal(marks, 2 * r.report.top_pairs.length, "the paper's list is all untrained pairs here, each row marked");
+    assert.equal(await b.page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "pairs-show-all", "the switch keeps focus as the table redraws");
 
     // A neighbour search from an unused token says its neighbours are untrained rows.
     await b.page.fill('[data-testid="explore-query"]', "[unused105]");
