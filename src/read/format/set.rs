@@ -429,8 +429,8 @@ struct ConfigHints {
 /// Longest model name kept from a config.json (Hub ids are at most 96 characters).
 const MAX_NAME_CHARS: usize = 120;
 
-/// A config's `_name_or_path` as a name to show: a Hub id ("org/model") as it is, a local path
-/// ("/home/me/runs/ckpt-3000", "C:\\models\\x") by its last part; nothing when empty or odd.
+/// A config's `_name_or_path` as a name to show: a Hub id ("org/model") as it is, a local
+/// directory (absolute, relative, or with backslashes) by its last part; nothing when empty or odd.
 fn display_name(raw: &str) -> Option<String> {
     let raw = raw.trim().trim_end_matches(['/', '\\']);
     let local =
