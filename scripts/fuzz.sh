@@ -13,7 +13,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index onnx torch)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index onnx torch config_json)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
@@ -48,6 +48,9 @@ if [ -z "$(ls -A "$seeds/torch")" ]; then
   for f in "$generated"/torch-*/*.pt; do cp "$f" "$seeds/torch/$(basename "$(dirname "$f")")"; done
   rm -rf "$generated"
 fi
+# The config.json target starts from a real-looking config (a Hub name, a vocabulary, MLX's quantisation).
+mkdir -p "$seeds/config_json"
+[ -f "$seeds/config_json/minimal" ] || printf '%s' '{"_name_or_path":"org/model","vocab_size":2,"hidden_size":4,"tie_word_embeddings":true,"quantization":{"bits":4,"group_size":64},"text_config":{"vocab_size":2}}' > "$seeds/config_json/minimal"
 
 cd fuzz
 mkdir -p logs
