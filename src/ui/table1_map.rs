@@ -182,8 +182,8 @@ fn scatter(
             let (y0, y1) = (y_of(b), y_of(a));
             view! {
                 <rect class=format!("band {class}") x=frame.left y=y0 width=frame.plot_width() height=y1 - y0></rect>
-                // Labels in a corner of their band no point covers: the top left first (no model
-                // of the paper has d < 640), then the top right, bottom left, bottom right.
+                // Labels in the corner of their band that the fewest points cover, in the order
+                // top left (no model of the paper has d < 640), top right, bottom left, bottom right.
                 {move || {
                     let width = 7.0 * label.chars().count() as f64;
                     let corners = [
@@ -192,16 +192,22 @@ fn scatter(
                         (frame.left + 6.0, y1 - 6.0, "start"),
                         (frame.right - 6.0, y1 - 6.0, "end"),
                     ];
-                    let covered = |(x, y, anchor): (f64, f64, &str)| {
+                    // How many points a label there would lie on; the first corner with fewest.
+                    let covering = |&(x, y, anchor): &(f64, f64, &str)| {
                         let (left, right) = if anchor == "start" { (x, x + width) } else { (x - width, x) };
                         points.with(|ps| {
-                            ps.iter().filter(|p| p.epsilon >= lo && p.epsilon <= hi).any(|p| {
-                                let (px, py) = (x_of(p.d), y_of(p.epsilon));
-                                px > left - 8.0 && px < right + 8.0 && py > y - 20.0 && py < y + 8.0
-                            })
+                            ps.iter()
+                                .filter(|p| p.epsilon >= lo && p.epsilon <= hi)
+                                .filter(|p| {
+                                    let (px, py) = (x_of(p.d), y_of(p.epsilon));
+                                    px > left - 6.0 && px < right + 6.0 && py > y - 18.0 && py < y + 6.0
+                                })
+                                // The user's own models weigh most: their diamond must stay clear.
+                                .map(|p| if p.user { 10 } else { 1 })
+                                .sum::<usize>()
                         })
                     };
-                    let (x, y, anchor) = corners.into_iter().find(|&c| !covered(c)).unwrap_or(corners[0]);
+                    let (x, y, anchor) = corners.into_iter().min_by_key(covering).unwrap_or(corners[0]);
                     view! { <text class="band-label" x=x y=y text-anchor=anchor>{label}</text> }
                 }}
             }
