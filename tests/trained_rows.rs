@@ -304,3 +304,83 @@ fn a_folder_s_config_names_the_model_in_the_report_and_its_link() {
     let plain = report_of(vec![("model.safetensors", file)], f64_config());
     assert_eq!((plain.model.clone(), plain.model_name()), (None, "model".to_string()));
 }
+
+/// Rows no name sets aside but whose weights look like the unused rows': in the direction the
+/// unused rows share (any model), and short where the model is untied (an input row is updated
+/// only when its token is read).
+#[test]
+fn the_suspected_rule_names_rows_that_look_like_the_unused_ones_and_is_off_by_default() {
+    let (rows, dim) = (500, 32);
+    let unused: Vec<usize> = (200..230).collect();
+    let (mut values, tokenizer) = bert_like(rows, dim, rows, &unused, 11);
+    // Three ordinary-named rows that training never reached either: the unused rows' drift.
+    let hidden = [7usize, 64, 450];
+    let mut n = Normal::new(0x6869);
+    // Their drift: the unused rows' mean (their shared part), plus noise as large as theirs.
+    let drift: Vec<f64> = (0..dim)
+        .map(|c| unused.iter().map(|&r| values[r * dim + c] as f64).sum::<f64>() / unused.len() as f64)
+        .collect();
+    for &r in &hidden {
+        for (c, v) in values[r * dim..(r + 1) * dim].iter_mut().enumerate() {
+            *v = (drift[c] + 0.02 * n.sample()) as f32;
+        }
+    }
+    let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
+    let report = report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.into_bytes())], f64_config());
+    let t = report.trained.clone().expect("set aside");
+    let rules: Vec<(&str, u64, bool)> = t.rules.iter().map(|r| (r.rule.as_str(), r.rows, r.enabled)).collect();
+    // Suspected rows are shown and counted, but not set aside until the user asks.
+    assert_eq!(rules, vec![("unused_token", 30, true), ("suspected", 3, false)]);
+    assert_eq!(t.without.rules_enabled, vec!["unused_token"]);
+    let both = t.variants.iter().find(|v| v.rules_enabled.len() == 2).expect("both rules measured");
+    assert_eq!(both.excluded, vec![[7, 8], [64, 65], [200, 230], [450, 451]]);
+    let (kept, mu, sigma) = all_pairs(&values, dim, |r| !unused.contains(&r) && !hidden.contains(&r));
+    assert_eq!(both.rows_used, kept);
+    assert!((both.mu - mu).abs() < 1e-12 && rel(both.sigma, sigma) < 1e-12);
+    // The suspected rows alone, as a choice of their own, are the three hidden rows.
+    let alone = t.variants.iter().find(|v| v.rules_enabled == ["suspected"]).expect("suspected alone");
+    assert_eq!(alone.rows_excluded, 3);
+    let text = orthoscope::result::text::report(&report);
+    assert!(text.contains("not set aside: 3 suspected from the weights alone"), "{text}");
+}
+
+#[test]
+fn an_untied_input_embedding_also_suspects_rows_as_short_as_the_unused_ones() {
+    let (rows, dim) = (400, 24);
+    let unused: Vec<usize> = (10..40).collect();
+    let mut values = orthoscope::fixtures::synth::trained_like(rows, dim, 12);
+    let norm = |v: &[f32]| v.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
+    let typical = norm(&values[0..dim]);
+    // The unused rows and three unnamed ones: random directions, a fifth of a trained row's length.
+    let hidden = [100usize, 101, 399];
+    for (i, r) in unused.iter().chain(&hidden).copied().enumerate() {
+        let length = if hidden.contains(&r) { 0.15 } else { 0.15 + 0.1 * i as f64 / unused.len() as f64 };
+        let scale = (length * typical / norm(&values[r * dim..(r + 1) * dim])) as f32;
+        values[r * dim..(r + 1) * dim].iter_mut().for_each(|x| *x *= scale);
+    }
+    let tokens: serde_json::Map<String, serde_json::Value> = (0..rows)
+        .map(|i| {
+            (if unused.contains(&i) { format!("[unused{i}]") } else { format!("w{i}") }, serde_json::Value::from(i))
+        })
+        .collect();
+    let tokenizer = serde_json::json!({ "model": { "type": "WordPiece", "vocab": tokens }, "added_tokens": [] });
+    let out = orthoscope::fixtures::synth::trained_like(rows, dim, 13);
+    let with_head = |head: bool| {
+        let mut specs = vec![TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)];
+        if head {
+            specs.push(TensorSpec::matrix("lm_head.weight", DType::F32, rows, dim, &out));
+        }
+        let file = safetensors_bytes(&specs);
+        report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.to_string().into_bytes())], f64_config())
+    };
+    let untied = with_head(true);
+    let t = untied.trained.expect("set aside");
+    let suspected = t.rules.iter().find(|r| r.rule == "suspected").expect("the norm names rows");
+    assert_eq!(suspected.rows, 3);
+    let alone = t.variants.iter().find(|v| v.rules_enabled == ["suspected"]).expect("suspected alone");
+    assert_eq!(alone.excluded, vec![[100, 102], [399, 400]]);
+    // Tied (no output matrix of its own): every row is updated through the softmax, so the norm
+    // says nothing and random directions share none.
+    let tied = with_head(false).trained.expect("set aside");
+    assert!(tied.rules.iter().all(|r| r.rule != "suspected"), "{:?}", tied.rules);
+}

@@ -6,9 +6,11 @@
 //! - [`centred`]: μ, σ, ε of the mean-centred rows.
 //! - [`neighbours`]: a token's exact nearest neighbours.
 //! - [`alignment`]: each token's input row against its output row (the paper's Fig. 9).
+//! - [`suspected`]: rows whose direction matches the known-unused rows' (never trained, suspected).
 
 pub mod alignment;
 pub mod centred;
 pub mod geometry;
 pub mod lanczos;
 pub mod neighbours;
+pub mod suspected;

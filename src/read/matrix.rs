@@ -273,6 +273,15 @@ impl<'a> RowReader<'a> {
     /// The next chunk: calls `each(row id, unit row)` for every usable row and returns the count of
     /// rows dropped (zero, non-finite); `None` at the end.
     pub fn next_chunk(&mut self, mut each: impl FnMut(u64, &[f64])) -> Result<Option<u64>, MatrixError> {
+        self.next_chunk_with_norms(|id, unit, _| each(id, unit))
+    }
+
+    /// As [`RowReader::next_chunk`], with each usable row's Euclidean norm before normalisation
+    /// (the norm a weight-only indicator of untrained rows reads).
+    pub fn next_chunk_with_norms(
+        &mut self,
+        mut each: impl FnMut(u64, &[f64], f64),
+    ) -> Result<Option<u64>, MatrixError> {
         if self.next >= self.rows {
             return Ok(None);
         }
@@ -284,7 +293,7 @@ impl<'a> RowReader<'a> {
         let mut dropped = 0;
         for (r, row) in decoded.chunks_exact(dim).enumerate() {
             match normalise_row(row, &mut unit) {
-                RowFate::Kept => each(first + r as u64, &unit),
+                RowFate::Kept => each(first + r as u64, &unit, lane_sum(row, |x| (x as f64) * (x as f64)).sqrt()),
                 _ => dropped += 1,
             }
         }

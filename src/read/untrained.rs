@@ -53,7 +53,9 @@ impl UntrainedRule {
         match self {
             UntrainedRule::PastVocabulary => "rows past the tokenizer's last token",
             UntrainedRule::UnusedToken => "tokens the tokenizer names unused or reserved",
-            UntrainedRule::Suspected => "suspected: rows whose direction matches the unused rows'",
+            UntrainedRule::Suspected => {
+                "suspected from the weights alone: rows pointing where the unused rows point (or, in an untied input embedding, as short as they are)"
+            }
         }
     }
 }

@@ -43,6 +43,13 @@ pub fn report(r: &Report) -> String {
     );
     if let Some(t) = &r.trained {
         let _ = writeln!(s, "{}", crate::result::trained::summary(t));
+        // Rules found but not set aside by default (the suspected rows): counted, so the user
+        // knows the JSON's variants hold the numbers without them too.
+        for rule in t.rules.iter().filter(|r| !r.enabled) {
+            let what = crate::read::untrained::UntrainedRule::from_name(&rule.rule).map_or("", |u| u.describe());
+            let _ =
+                writeln!(s, "  not set aside: {} {what} (the JSON's trained.variants hold ε without them)", rule.rows);
+        }
     }
     if let Some(u) = &r.unembedding {
         let _ = writeln!(

@@ -27,7 +27,7 @@ use crate::run::analysis::{
     planned_accumulator_bytes, Analysis, AnalysisConfig, Origin, Phase, Progress, SampleVerdict,
 };
 use crate::run::error::Error;
-use crate::run::trained::trained_report;
+use crate::run::trained::{suspected_rows, trained_report};
 
 /// Rows sampled from the unembedding.
 pub const UNEMBEDDING_ROWS: u64 = 8192;
@@ -531,11 +531,20 @@ impl Job {
         let mut report = self.embedding.report(timing_ms)?;
         // The rows never trained are a second number beside the paper's: rows that cannot be
         // read again cost the user that number, not the result.
-        report.trained = trained_report(&self.embedding, &self.matrix, None).ok().flatten();
+        // The suspected rule reads every row once more: after an exact pass only, as the
+        // alignment below (an early stop means the user wanted an answer now).
+        let exact = self.embedding.is_exact();
+        let untied = self.tied.tied == Some(false);
+        let suspected = if exact { suspected_rows(&self.embedding, &self.matrix, true, untied) } else { None };
+        report.trained = trained_report(&self.embedding, &self.matrix, suspected).ok().flatten();
         report.unembedding = self.unembedding.as_ref().and_then(|u| {
             let mut r = u.report(0.0).ok()?;
             r.trained = match self.unembedding_matrix.as_ref() {
-                Some(m) => trained_report(u, m, None).ok().flatten(),
+                Some(m) => {
+                    // The output matrix's pass is a sample: its principal direction comes from rows read.
+                    let suspected = if exact { suspected_rows(u, m, u.is_exact(), false) } else { None };
+                    trained_report(u, m, suspected).ok().flatten()
+                }
                 None => None,
             };
             Some(UnembeddingReport::from_report(&r))

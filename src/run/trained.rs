@@ -5,6 +5,7 @@
 
 use std::cell::RefCell;
 
+use crate::explain::suspected;
 use crate::pass::kernel;
 use crate::pass::set_aside::{moments_without, UnitRows};
 use crate::read::matrix::Matrix;
@@ -52,6 +53,19 @@ impl UnitRows for MatrixRows<'_> {
         }
         Ok(())
     }
+}
+
+/// The rows of `matrix` the suspected rule names (`explain::suspected`), against the rows the
+/// names set aside in `analysis` (its pass over the same matrix); `whole_pass` when that pass
+/// visited every row, so that its G gives the principal direction; `untied` when the matrix is an
+/// input embedding with an output matrix of its own (then short rows are suspected too). None when
+/// the rule does not apply, names no row, or the matrix cannot be read again (which costs the rule,
+/// not the result).
+pub fn suspected_rows(analysis: &Analysis, matrix: &Matrix, whole_pass: bool, untied: bool) -> Option<RowRanges> {
+    let set = analysis.set_aside_rows()?;
+    let known = set.union(set.present());
+    let pass = whole_pass.then(|| analysis.accumulator());
+    suspected::suspected_rows(matrix, &known, pass, untied).ok().flatten().map(|s| s.rows)
 }
 
 /// The trained-rows report of `analysis` (over `matrix`, the same tensor), with `extra` rows a

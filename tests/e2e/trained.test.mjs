@@ -17,8 +17,9 @@ const UNUSED = Array.from({ length: 30 }, (_, i) => 100 + i);
 
 /** Trained rows are seeded noise around a small shared offset; the [unusedN] rows and the rows past
  *  the vocabulary are small vectors close to one direction of their own (what training leaves of
- *  rows it never reached), so they pair with each other at cosines near 1. */
-function writeFolder(dir) {
+ *  rows it never reached), so they pair with each other at cosines near 1. `hidden` rows look the
+ *  same but carry ordinary names: only the weights say they were never trained. */
+function writeFolder(dir, hidden = []) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   let s = 0x2545F491 >>> 0;
@@ -26,7 +27,7 @@ function writeFolder(dir) {
   const shared = Array.from({ length: DIM }, () => next());
   const data = new Float32Array(ROWS * DIM);
   for (let r = 0; r < ROWS; r++) {
-    const untrained = UNUSED.includes(r) || r >= VOCAB;
+    const untrained = UNUSED.includes(r) || r >= VOCAB || hidden.includes(r);
     for (let c = 0; c < DIM; c++) data[r * DIM + c] = untrained ? 0.3 * shared[c] + 0.01 * next() : next() + 0.05;
   }
   const header = Buffer.from(JSON.stringify({ "bert.embeddings.word_embeddings.weight": { dtype: "F32", shape: [ROWS, DIM], data_offsets: [0, data.byteLength] } }));
@@ -124,4 +125,26 @@ test("ε without the rows never trained: shown beside the paper's, switched per 
     await c.page.waitForFunction(() => /not carried by a shared link/.test(document.querySelector('[data-testid="trained-epsilon"]').textContent));
     assertClean(c);
   } finally { await c.close(); }
+});
+
+test("rows suspected from the weights alone: counted, off by default, switched on by the user", async () => {
+  const HIDDEN = [5, 300];
+  const files = writeFolder(join(OUT, "trained-suspected"), HIDDEN);
+  const want = cliReport(...files);
+  const b = await openApp(server);
+  try {
+    const r = await analyseFiles(b.page, files);
+    assert.equal(r.status, "done", r.text);
+    const t = r.report.trained;
+    assert.deepEqual(t.rules.map((x) => [x.rule, x.rows, x.enabled]), [["past_vocabulary", 30, true], ["unused_token", 30, true], ["suspected", 2, false]]);
+    assert.deepEqual(t.excluded, [[100, 130], [570, 600]], "the suspected rows are not set aside by default");
+    assert.equal(await b.page.isChecked('[data-testid="trained-rule-suspected"]'), false);
+    assert.match(await b.page.textContent('[data-testid="trained"]'), /2 suspected from the weights alone/);
+    const all = t.variants.find((v) => v.rules_enabled.length === 3);
+    assert.deepEqual(all.excluded, [[5, 6], [100, 130], [300, 301], [570, 600]]);
+    close(all.epsilon, want.trained.variants.find((v) => v.rules_enabled.length === 3).epsilon, 1e-6, "the page's ε without all three is the CLI's");
+    await b.page.check('[data-testid="trained-rule-suspected"]');
+    await b.page.waitForFunction((v) => document.querySelector('[data-testid="trained-epsilon"]').getAttribute("data-value") === String(v), all.epsilon);
+    assertClean(b);
+  } finally { await b.close(); }
 });
