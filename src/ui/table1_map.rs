@@ -182,8 +182,10 @@ fn scatter(
             let (y0, y1) = (y_of(b), y_of(a));
             view! {
                 <rect class=format!("band {class}") x=frame.left y=y0 width=frame.plot_width() height=y1 - y0></rect>
-                // Labels in the corner of their band that the fewest points cover, in the order
-                // top left (no model of the paper has d < 640), top right, bottom left, bottom right.
+                // Labels in the first corner of their band that no point covers, in the order
+                // top left (no model of the paper has d < 640), top right, bottom left, bottom right;
+                // in a band too short or too crowded for one (a phone's Class 2 band is ~25 px),
+                // only the legend under the map names it.
                 {move || {
                     let width = 7.0 * label.chars().count() as f64;
                     let corners = [
@@ -207,8 +209,8 @@ fn scatter(
                                 .sum::<usize>()
                         })
                     };
-                    let (x, y, anchor) = corners.into_iter().min_by_key(covering).unwrap_or(corners[0]);
-                    view! { <text class="band-label" x=x y=y text-anchor=anchor>{label}</text> }
+                    let (x, y, anchor) = corners.into_iter().find(|c| covering(c) == 0)?;
+                    (y1 - y0 >= 20.0).then(|| view! { <text class="band-label" x=x y=y text-anchor=anchor>{label}</text> })
                 }}
             }
         })
@@ -259,9 +261,7 @@ fn scatter(
     let (title_x, title_y) = (frame.y_title.map_or(frame.inset, |c| c.middle()), (frame.top + frame.bottom) / 2.0);
     view! {
         <svg class="map" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {width} {H}") data-testid=testid role="group" aria-label=title>
-            {band(0.0, estimate::FINITE_CAPACITY_BELOW, "class2", "Class 2 (ε < 0.1)")}
-            {band(estimate::FINITE_CAPACITY_BELOW, estimate::CLASS_1_ABOVE, "gap", "no model (0.1–0.2)")}
-            {band(estimate::CLASS_1_ABOVE, 2.0, "class1", "Class 1 (ε > 0.2)")}
+            {BANDS.into_iter().map(|(from, to, class, label)| band(from, to, class, label)).collect_view()}
             <line class="axis" x1=frame.left x2=frame.right y1=frame.bottom y2=frame.bottom></line>
             <line class="axis" x1=frame.left x2=frame.left y1=frame.top y2=frame.bottom></line>
             {D_TICKS.into_iter().zip(d_labels).map(|(d, label)| view! {
@@ -281,9 +281,22 @@ fn scatter(
                 })
             }}
         </svg>
+        // The key of the bands, always there: a label inside a band gives way to the points.
+        <ul class="map-legend" aria-label="Bands of the map">
+            {BANDS.into_iter().filter(|&(from, to, _, _)| from.max(lo) < to.min(hi)).map(|(_, _, class, label)| view! {
+                <li><svg class="swatch" viewBox="0 0 12 12" width="12" height="12"><rect class=format!("band {class}") width="12" height="12"></rect></svg>{label}</li>
+            }).collect_view()}
+        </ul>
     }
     .into_any()
 }
+
+/// The map's bands of ε: (from, to, CSS class, label).
+const BANDS: [(f64, f64, &str, &str); 3] = [
+    (0.0, estimate::FINITE_CAPACITY_BELOW, "class2", "Class 2 (ε < 0.1)"),
+    (estimate::FINITE_CAPACITY_BELOW, estimate::CLASS_1_ABOVE, "gap", "no model (0.1–0.2)"),
+    (estimate::CLASS_1_ABOVE, 2.0, "class1", "Class 1 (ε > 0.2)"),
+];
 
 /// Which column the table is sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
