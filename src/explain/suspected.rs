@@ -184,7 +184,7 @@ fn project(unit: &[f64], v: Option<&[f64]>, w: &mut [f64]) -> bool {
         w.iter_mut().zip(v).for_each(|(o, &x)| *o -= along * x);
     }
     let norm = dot(w, w).sqrt();
-    if !(norm > 1e-12) {
+    if norm.is_nan() || norm <= 1e-12 {
         return false;
     }
     w.iter_mut().for_each(|o| *o /= norm);
