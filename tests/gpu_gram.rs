@@ -13,11 +13,12 @@
 #![cfg(feature = "gpu")]
 
 use std::rc::Rc;
+use std::time::Instant;
 
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
 use orthoscope::pass::gpu::exact::{gpu_exact_pass, GpuPassError};
 use orthoscope::pass::gpu::gram::{GpuGram, GpuGramSums, GramOptions};
-use orthoscope::pass::gpu::{GpuChoice, GpuContext, GpuError};
+use orthoscope::pass::gpu::{block_on, GpuChoice, GpuContext, GpuError};
 use orthoscope::pass::kernel;
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
@@ -341,4 +342,35 @@ fn widest_pass_finishes_within_its_memory() {
     let peak = status.lines().find(|l| l.starts_with("VmHWM")).unwrap_or("VmHWM: ?");
     println!("d={dim}: {} bands, G {} MB; {peak}", sums.bands, sums.gram().bytes() >> 20);
     check("d=16384", &sums, &values, dim);
+}
+
+/// The Gram kernel's rate at d = 4096 (by hand, for `scripts/bench.sh`): one 256-row block of
+/// trained-like rows through [`GpuGram`], timed from its upload to its completion (the read-back of W
+/// left out; `prep` and `sums` are O(k·d) against the kernel's k·d²/2), best of three. GFLOP/s as
+/// the CPU counts them: k·d² flops per k-row block. Run with `cargo test --release --features
+/// "gpu fixtures" --test gpu_gram gram_kernel_gflops -- --ignored --nocapture`.
+#[test]
+#[ignore = "by hand: a timing, not a check (scripts/test.sh skips it)"]
+fn gram_kernel_gflops_at_4096() {
+    let Some(ctx) = context() else { return };
+    let (rows, dim) = (256, 4096);
+    let values = trained_like(rows, dim, 71);
+    let centre = centre_of(&values, dim, rows);
+    let mut best = f64::INFINITY;
+    let mut flops = 0.0;
+    for _ in 0..3 {
+        let mut pass = GpuGram::new(Rc::clone(&ctx), dim, Some(&centre), GramOptions::default())
+            .unwrap_or_else(|e| panic!("new: {e}"));
+        let t = Instant::now();
+        pass.add_rows(&values).unwrap_or_else(|e| panic!("add_rows: {e}"));
+        pass.flush().unwrap_or_else(|e| panic!("flush: {e}"));
+        block_on(pass.settle(0)).unwrap_or_else(|e| panic!("settle: {e}"));
+        best = best.min(t.elapsed().as_secs_f64());
+        flops = pass.flops();
+    }
+    println!(
+        "GRAM adapter={:?} d={dim} rows={rows} best={best:.3}s GFLOP/s={:.2}",
+        ctx.info().adapter,
+        flops / best / 1e9
+    );
 }
