@@ -428,7 +428,7 @@ fn widest_pass_finishes_within_its_memory() {
 /// blocking, one entry per invocation): one 256-row block of trained-like rows through [`GpuGram`],
 /// timed from its upload to its completion (the read-back of W left out; `prep` and `sums` are
 /// O(k·d) against the kernel's k·d²/2), best of three. GFLOP/s as the CPU counts them: k·d² flops
-/// per k-row block. Run with `cargo test --release --features "gpu fixtures" --test gpu_gram
+/// per k-row block. Run with `cargo test --features "gpu fixtures" --test gpu_gram
 /// gram_kernel_gflops -- --ignored --nocapture`; `ORTHOSCOPE_GRAM_SHAPES=16x4x32,16x8x16` (threads
 /// × block × stage) times those shapes instead.
 #[test]
