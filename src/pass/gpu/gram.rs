@@ -114,7 +114,8 @@ impl GramShape {
         GramShape { threads: 1, block: 1, stage: 1 }
     }
 
-    /// Whether a device with these limits runs this shape, and if not why.
+    /// Whether a device with these limits runs this shape, and if not why (checked as each pass
+    /// starts, so that a shape asked for is refused in words rather than by a pipeline error).
     pub fn check(self, limits: &wgpu::Limits) -> Result<(), GpuError> {
         let why = if !(1..=16).contains(&self.threads) {
             Some("the side of a workgroup is 1 to 16 invocations".to_string())
@@ -412,10 +413,8 @@ impl GpuGram {
         options: GramOptions,
     ) -> Result<Self, GpuError> {
         ctx.check()?;
-        let shape = match options.shape {
-            Some(shape) => shape.check(&ctx.limits).map(|()| shape)?,
-            None => GramShape::for_limits(&ctx.limits),
-        };
+        let shape = options.shape.unwrap_or_else(|| GramShape::for_limits(&ctx.limits));
+        shape.check(&ctx.limits)?;
         let dim_padded = dim.div_ceil(PAD) * PAD;
         // Shader indices are u32: a band's 3·height·width words and a block's capacity·dim_padded
         // values stay below 2^32 since every binding is below 4 GiB and d ≤ MAX_DIM.

@@ -374,8 +374,8 @@ fn sums(@builtin(global_invocation_id) gid: vec3<u32>) {
 //
 // Register blocking: a workgroup of THREADS × THREADS invocations sums one SIDE × SIDE tile of W
 // (SIDE = THREADS·BLOCK; tiles counted from the band's first dimension), and each invocation holds
-// BLOCK × BLOCK entries of it in registers: rows ly + i·THREADS, columns lx + j·THREADS of the tile
-// (strided, so that neighbouring invocations read neighbouring words of workgroup memory). STAGE
+// BLOCK × BLOCK entries of it in registers: rows lid.y + i·THREADS, columns lid.x + j·THREADS of the
+// tile (strided, so that neighbouring invocations read neighbouring words of workgroup memory). STAGE
 // rows of the tile's two column ranges are staged in workgroup memory at a time, and each value read
 // from there feeds BLOCK multiply-adds instead of one. The three sizes are substituted by gram.rs
 // for the adapter's limits (`GramShape`); the values below are its defaults.
@@ -412,7 +412,7 @@ fn fixed64_of(x: f32) -> vec2<u32> {
     } else if (p == 0) {
         v = vec2<u32>(m, 0u);
     } else if (p > -25) {
-        // m < 2^24: rounded to the nearest quantum; from 2^-25 quanta down it rounds to 0.
+        // Half up to the nearest quantum, as `to_fixed`; with m < 2^24, n ≥ 25 always gives 0.
         let n = u32(-p);
         v = vec2<u32>((m + (1u << (n - 1u))) >> n, 0u);
     }
