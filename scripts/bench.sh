@@ -4,7 +4,8 @@
 #   bash scripts/bench.sh                  # 32000×4096 (Llama-2-7B shape)
 #   bash scripts/bench.sh --rows 128256    # Llama-3 shape
 #   options: --rows N --dim D --skip-browser --skip-paper (NumPy's all-pairs method is the slowest row)
-#            --skip-gpu (no GPU rows: the CLI's --gpu, the page's ?gpu=1, PyTorch with CUDA)
+#            --skip-gpu (no GPU rows: the Gram kernel's GFLOP/s, the CLI's --gpu, the page's ?gpu=1,
+#            PyTorch with CUDA)
 #            --skip-scaling (no thread sweep: the CLI on 1, 2, 4, … all threads at d = 4096 and 8192)
 #            --scaling-only (only that sweep)
 #            --formats-only (only the readers: one matrix as BF16 safetensors, a torch zip, a compressed
@@ -144,6 +145,16 @@ if "$CLI" analyze --help | grep -q -- '--threads'; then
   cli_run "cli-$CORES-threads" --threads "$CORES"
 else
   cli_run "cli-1-thread"
+fi
+if [ "$GPU" = 1 ]; then
+  # The WGSL Gram kernel alone at d = 4096, on whatever adapter wgpu finds (a software one included:
+  # one 256-row block per shape, best of three), for each kernel shape tests/gpu_gram.rs lists
+  # (threads × block × stage; 16x1x64 is the kernel before register blocking; all eight take about
+  # 15 minutes on a 2-core machine's lavapipe, ORTHOSCOPE_GRAM_SHAPES=16x4x64,16x8x16 fewer). A sanity
+  # check of arithmetic intensity, not the pass's speed (the test profile: the time is the adapter's).
+  say "the Gram kernel's GFLOP/s at d = 4096 (tests/gpu_gram.rs gram_kernel_gflops_at_4096)"
+  cargo test --features "gpu fixtures" --test gpu_gram gram_kernel_gflops -- --ignored --nocapture 2>&1 \
+    | grep '^GRAM' || echo "(no GPU adapter answered: the kernel timing printed nothing)"
 fi
 if [ "$GPU" = 1 ]; then
   # A software adapter (lavapipe) runs the pass at a hundredth of the CPU's speed (708 s here at

@@ -13,11 +13,12 @@
 #![cfg(feature = "gpu")]
 
 use std::rc::Rc;
+use std::time::Instant;
 
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
 use orthoscope::pass::gpu::exact::{gpu_exact_pass, GpuPassError};
-use orthoscope::pass::gpu::gram::{GpuGram, GpuGramSums, GramOptions};
-use orthoscope::pass::gpu::{GpuChoice, GpuContext, GpuError};
+use orthoscope::pass::gpu::gram::{GpuGram, GpuGramSums, GramOptions, GramShape};
+use orthoscope::pass::gpu::{block_on, GpuChoice, GpuContext, GpuError};
 use orthoscope::pass::kernel;
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
@@ -166,7 +167,11 @@ fn cases() -> Vec<Case> {
 }
 
 fn check(name: &str, sums: &GpuGramSums, values: &[f32], dim: usize) -> (f64, f64) {
-    let (mu, sigma, eps) = all_pairs(values, dim);
+    check_against(name, sums, all_pairs(values, dim))
+}
+
+/// [`check`] against (μ, σ, ε) of the all-pairs loop computed once.
+fn check_against(name: &str, sums: &GpuGramSums, (mu, sigma, eps): (f64, f64, f64)) -> (f64, f64) {
     let m = sums.moments().unwrap_or_else(|| panic!("{name}: fewer than two rows"));
     let (d_eps, d_sigma) = ((m.mu + 2.0 * m.sigma - eps).abs(), (m.sigma - sigma).abs() / sigma);
     println!("{name}: μ={mu:.6} σ={sigma:.6} |Δε|={d_eps:.2e} |Δσ|/σ={d_sigma:.2e} bands={}", sums.bands);
@@ -222,7 +227,7 @@ fn forced_small_bands_give_the_same_sums() {
     let Some(ctx) = context() else { return };
     let dim = 275;
     let values = with_bad_rows(common_component(500, dim, 2.0, 12), dim);
-    let small = GramOptions { max_binding_bytes: Some(64 * 1024), block_rows: 37, read_slice_bytes: 1 };
+    let small = GramOptions { max_binding_bytes: Some(64 * 1024), block_rows: 37, read_slice_bytes: 1, shape: None };
     let one = GramOptions { max_binding_bytes: None, block_rows: 37, ..GramOptions::default() };
     let banded = gpu_sums(&ctx, &values, dim, true, small);
     let whole = gpu_sums(&ctx, &values, dim, true, one);
@@ -235,6 +240,80 @@ fn forced_small_bands_give_the_same_sums() {
     check("banded μ≈0.8 d=275", &banded, &values, dim);
     let plain = gpu_sums(&ctx, &values, dim, true, GramOptions::default());
     check("default blocks μ≈0.8 d=275", &plain, &values, dim);
+}
+
+/// The kernel's shapes to test on this adapter: the one its limits pick, the ones smaller limits
+/// would pick (blocks of 2 and 1, fewer invocations, short stages), an 8 × 8 block and an odd one
+/// (asked for, as a measurement may), each where the adapter runs it.
+fn shapes(ctx: &GpuContext) -> Vec<GramShape> {
+    let mut out = vec![GramShape::for_limits(&ctx.limits)];
+    for (threads, block, stage) in
+        [(16, 4, 32), (16, 4, 8), (16, 2, 64), (16, 1, 64), (8, 4, 16), (16, 8, 16), (4, 3, 8)]
+    {
+        let shape = GramShape { threads, block, stage };
+        if shape.check(&ctx.limits).is_ok() && !out.contains(&shape) {
+            out.push(shape);
+        }
+    }
+    out
+}
+
+/// Every shape of the register-blocked kernel against the all-pairs f64 loop: μ near and far from
+/// 0, odd d, d and V below a tile, zero/NaN/∞ and extreme rows (`cases`), and forced small bands,
+/// whose sums equal one band's to the bit for each shape.
+#[test]
+#[ignore = "needs a GPU adapter: run with --ignored (scripts/test.sh does, on lavapipe)"]
+fn every_kernel_shape_matches_all_pairs_f64() {
+    let Some(ctx) = context() else { return };
+    let shapes = shapes(&ctx);
+    println!("adapter: {:?}; shapes {shapes:?}", ctx.info());
+    assert!(shapes.len() >= 6, "{shapes:?}");
+    for case in cases() {
+        let oracle = all_pairs(&case.values, case.dim);
+        for &shape in &shapes {
+            let options = GramOptions { shape: Some(shape), block_rows: 100, ..GramOptions::default() };
+            let sums = gpu_sums(&ctx, &case.values, case.dim, true, options);
+            let name = format!(
+                "{} {}×{} of {}×{}, {} rows staged",
+                case.name, shape.threads, shape.threads, shape.block, shape.block, shape.stage
+            );
+            check_against(&name, &sums, oracle);
+        }
+    }
+    let dim = 275;
+    let values = with_bad_rows(common_component(500, dim, 2.0, 12), dim);
+    let oracle = all_pairs(&values, dim);
+    for &shape in &shapes {
+        let small =
+            GramOptions { max_binding_bytes: Some(64 * 1024), block_rows: 37, read_slice_bytes: 1, shape: Some(shape) };
+        let banded = gpu_sums(&ctx, &values, dim, true, small);
+        let whole = gpu_sums(&ctx, &values, dim, true, GramOptions { max_binding_bytes: None, ..small });
+        assert!(banded.bands >= 4 && whole.bands == 1, "{shape:?}: {} and {} bands", banded.bands, whole.bands);
+        assert_eq!(banded.gram(), whole.gram(), "{shape:?}");
+        assert_eq!(banded.sum(), whole.sum(), "{shape:?}");
+        check_against(&format!("banded μ≈0.8 d=275 {shape:?}"), &banded, oracle);
+    }
+}
+
+/// A shape the adapter cannot run is a typed error that says why, not a validation failure.
+#[test]
+#[ignore = "needs a GPU adapter: run with --ignored (scripts/test.sh does, on lavapipe)"]
+fn a_shape_that_does_not_fit_is_a_typed_error() {
+    let Some(ctx) = context() else { return };
+    let storage = ctx.limits.max_compute_workgroup_storage_size;
+    // 64 rows of a 128-wide tile take 64 KiB of workgroup memory: more than most adapters give (and
+    // WebGPU's default 16 KiB), in which case the pass refuses it before compiling anything.
+    let too_big = GramShape { threads: 16, block: 8, stage: 64 };
+    let expected = too_big.workgroup_bytes() > storage as u64;
+    let out = GpuGram::new(Rc::clone(&ctx), 64, None, GramOptions { shape: Some(too_big), ..GramOptions::default() });
+    match out {
+        Err(GpuError::Shape { why, .. }) => assert!(expected && why.contains("workgroup memory"), "{why}"),
+        Ok(_) => assert!(!expected),
+        Err(e) => panic!("{e}"),
+    }
+    let odd = GramShape { threads: 16, block: 4, stage: 24 };
+    let out = GpuGram::new(Rc::clone(&ctx), 64, None, GramOptions { shape: Some(odd), ..GramOptions::default() });
+    assert!(matches!(out, Err(GpuError::Shape { stage: 24, .. })), "{:?}", out.err());
 }
 
 #[test]
@@ -283,7 +362,8 @@ fn gpu_exact_pass_matches_the_cpu_report() {
         ("μ≈0.8 d=131", common_component(900, 131, 2.0, 13), 131, 64 << 10),
     ] {
         let (cpu, matrix) = cpu_report_and_matrix(&values, dim);
-        let small = GramOptions { max_binding_bytes: Some(limit), block_rows: 100, read_slice_bytes: 4096 };
+        let small =
+            GramOptions { max_binding_bytes: Some(limit), block_rows: 100, read_slice_bytes: 4096, shape: None };
         let gpu = gpu_exact_pass(&ctx, &matrix, small).unwrap_or_else(|e| panic!("{name}: {e}"));
         println!(
             "{name}: CPU ε={} GPU ε={} |Δε|={:.2e} |Δσ|/σ={:.2e} bands={}",
@@ -341,4 +421,54 @@ fn widest_pass_finishes_within_its_memory() {
     let peak = status.lines().find(|l| l.starts_with("VmHWM")).unwrap_or("VmHWM: ?");
     println!("d={dim}: {} bands, G {} MB; {peak}", sums.bands, sums.gram().bytes() >> 20);
     check("d=16384", &sums, &values, dim);
+}
+
+/// The Gram kernel's rate at d = 4096 (by hand, for `scripts/bench.sh`), for the shape the adapter's
+/// limits pick and the others `shapes` lists (1 × 1 blocks being the kernel before register
+/// blocking, one entry per invocation): one 256-row block of trained-like rows through [`GpuGram`],
+/// timed from its upload to its completion (the read-back of W left out; `prep` and `sums` are
+/// O(k·d) against the kernel's k·d²/2), best of three. GFLOP/s as the CPU counts them: k·d² flops
+/// per k-row block. Run with `cargo test --features "gpu fixtures" --test gpu_gram
+/// gram_kernel_gflops -- --ignored --nocapture`; `ORTHOSCOPE_GRAM_SHAPES=16x4x32,16x8x16` (threads
+/// × block × stage) times those shapes instead.
+#[test]
+#[ignore = "by hand: a timing, not a check (scripts/test.sh skips it)"]
+fn gram_kernel_gflops_at_4096() {
+    let Some(ctx) = context() else { return };
+    let (rows, dim) = (256, 4096);
+    let values = trained_like(rows, dim, 71);
+    let centre = centre_of(&values, dim, rows);
+    let asked: Vec<GramShape> = std::env::var("ORTHOSCOPE_GRAM_SHAPES")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|s| match s.split('x').map(str::parse).collect::<Result<Vec<u32>, _>>().ok()?[..] {
+            [threads, block, stage] => Some(GramShape { threads, block, stage }),
+            _ => None,
+        })
+        .collect();
+    let shapes = if asked.is_empty() { shapes(&ctx) } else { asked };
+    for shape in shapes {
+        let options = GramOptions { shape: Some(shape), ..GramOptions::default() };
+        let mut best = f64::INFINITY;
+        let mut flops = 0.0;
+        for _ in 0..3 {
+            let mut pass =
+                GpuGram::new(Rc::clone(&ctx), dim, Some(&centre), options).unwrap_or_else(|e| panic!("new: {e}"));
+            let t = Instant::now();
+            pass.add_rows(&values).unwrap_or_else(|e| panic!("add_rows: {e}"));
+            pass.flush().unwrap_or_else(|e| panic!("flush: {e}"));
+            block_on(pass.settle(0)).unwrap_or_else(|e| panic!("settle: {e}"));
+            best = best.min(t.elapsed().as_secs_f64());
+            flops = pass.flops();
+        }
+        let picked = if shape == GramShape::for_limits(&ctx.limits) { " (the adapter's)" } else { "" };
+        println!(
+            "GRAM adapter={:?} d={dim} rows={rows} shape={}x{}x{}{picked} best={best:.3}s GFLOP/s={:.2}",
+            ctx.info().adapter,
+            shape.threads,
+            shape.block,
+            shape.stage,
+            flops / best / 1e9
+        );
+    }
 }

@@ -10,6 +10,8 @@
 //! the device's storage-binding limit (or a smaller one asked for, [`GramOptions::max_binding_bytes`]).
 //! One submission per block: a `prep` dispatch, a `sums` dispatch and one `gram` dispatch per band,
 //! each over at most [`GramOptions::block_rows`] rows ([`block_rows_for`]), so no dispatch runs long.
+//! `gram` is register-blocked, its sizes ([`GramShape`]) chosen from the adapter's limits and
+//! substituted into the shader's text before it is compiled.
 //! Submitting never waits; [`GpuGram::settle`] bounds the blocks in flight, and
 //! [`GpuGram::running_moments`] reads back O(d) words for a running estimate.
 
@@ -22,9 +24,11 @@ use crate::pass::kernel::PackedGram;
 use crate::pass::stats::{Moments, RowCounts};
 use crate::read::format::DType;
 
-/// Side of a Gram tile (the shader's `TILE`): dimensions are padded to a multiple of it.
-pub const TILE: usize = 16;
-/// Rows a block holds unless asked otherwise: a dispatch then does 256·d²/2 multiply-adds.
+/// Dimensions are padded to a multiple of this, and bands of W start at one: the unit of the band
+/// plan, apart from the kernel's tile ([`GramShape::side`]), whose edges the shader masks.
+pub const PAD: usize = 16;
+/// Rows a block holds unless asked otherwise, and at most: a dispatch then does 256·d²/2
+/// multiply-adds, and the shader keeps one block's sums of an entry in two words (`add64`).
 pub const DEFAULT_BLOCK_ROWS: usize = 256;
 /// Fractional bits of the shader's fixed-point accumulators (`FRAC_BITS`).
 const FRAC_BITS: i32 = 48;
@@ -34,6 +38,8 @@ const ROW_WORDS: u64 = 7;
 /// u32 and a band's dispatch within WebGPU's 65535 workgroups per dimension.
 pub const MAX_DIM: usize = 1 << 16;
 const SHADER: &str = include_str!("gram.wgsl");
+/// Rows of one f32 sum before a fold (the shader's `K`): a shape stages a divisor of it.
+const K: u32 = 64;
 /// Workgroups of `frob` per band (`FROB_GROUPS`): the partial sums read back are this many per band.
 const FROB_GROUPS: u32 = 64;
 /// Bytes of W read back at a time when a pass finishes (at least one row of a band).
@@ -49,11 +55,110 @@ pub struct GramOptions {
     pub block_rows: usize,
     /// Bytes of W read back at a time when the pass finishes (at least one row of a band).
     pub read_slice_bytes: u64,
+    /// The `gram` kernel's sizes (`None`: [`GramShape::for_limits`] of the device); another shape
+    /// is for measuring and testing, and must fit the device ([`GramShape::check`]).
+    pub shape: Option<GramShape>,
 }
 
 impl Default for GramOptions {
     fn default() -> Self {
-        Self { max_binding_bytes: None, block_rows: DEFAULT_BLOCK_ROWS, read_slice_bytes: READ_SLICE_BYTES }
+        Self {
+            max_binding_bytes: None,
+            block_rows: DEFAULT_BLOCK_ROWS,
+            read_slice_bytes: READ_SLICE_BYTES,
+            shape: None,
+        }
+    }
+}
+
+/// The sizes of the register-blocked `gram` kernel (the shader's `THREADS`, `BLOCK`, `STAGE`): a
+/// workgroup of `threads` × `threads` invocations sums a tile of W of side `threads`·`block`, each
+/// invocation `block` × `block` entries of it in registers, from `stage` rows at a time staged in
+/// workgroup memory. Every shape gives the same sums to the bit where the f32 sums are not fused
+/// differently: each entry's f32 sum still runs over the K rows in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GramShape {
+    pub threads: u32,
+    pub block: u32,
+    pub stage: u32,
+}
+
+impl GramShape {
+    /// Side of the tile of W one workgroup sums.
+    pub fn side(self) -> u32 {
+        self.threads * self.block
+    }
+
+    /// Bytes of workgroup memory the kernel declares: `stage` rows of both operands' columns.
+    pub fn workgroup_bytes(self) -> u64 {
+        2 * self.stage as u64 * self.side() as u64 * 4
+    }
+
+    /// The shape for a device: 16 × 16 invocations (WebGPU guarantees 256 per workgroup), or fewer
+    /// where the limits say so; 4 × 4 entries each, and as many rows staged as workgroup memory
+    /// holds, up to one f32 sum's 64 (32 in WebGPU's default 16 KiB). Not 8 × 8: that takes 64
+    /// accumulators and 128 words of fixed-point sums per invocation, about 200 registers, which
+    /// leaves one workgroup per multiprocessor on most GPUs, and WebGPU reports no register count to
+    /// choose by. A stage under 8 rows would spend more on barriers than on multiply-adds, so a
+    /// smaller block comes first.
+    pub fn for_limits(limits: &wgpu::Limits) -> GramShape {
+        for threads in [16, 8, 4, 2, 1] {
+            for block in [4, 2, 1] {
+                let fits = |stage| GramShape { threads, block, stage }.check(limits).is_ok();
+                if let Some(stage) = [64, 32, 16, 8].into_iter().find(|&s| fits(s)) {
+                    return GramShape { threads, block, stage };
+                }
+            }
+        }
+        // Below any WebGPU adapter's limits; `check` then says why at the pass's start.
+        GramShape { threads: 1, block: 1, stage: 1 }
+    }
+
+    /// Whether a device with these limits runs this shape, and if not why (checked as each pass
+    /// starts, so that a shape asked for is refused in words rather than by a pipeline error).
+    pub fn check(self, limits: &wgpu::Limits) -> Result<(), GpuError> {
+        let why = if !(1..=16).contains(&self.threads) {
+            Some("the side of a workgroup is 1 to 16 invocations".to_string())
+        } else if !(1..=8).contains(&self.block) {
+            Some("an invocation holds 1×1 to 8×8 entries (more would not stay in registers)".to_string())
+        } else if !self.stage.is_power_of_two() || self.stage > K {
+            Some(format!("the rows staged at a time divide the {K} rows of one f32 sum"))
+        } else if self.threads * self.threads > limits.max_compute_invocations_per_workgroup
+            || self.threads > limits.max_compute_workgroup_size_x
+            || self.threads > limits.max_compute_workgroup_size_y
+        {
+            Some(format!(
+                "the adapter allows {} invocations per workgroup, {}×{} at most",
+                limits.max_compute_invocations_per_workgroup,
+                limits.max_compute_workgroup_size_x,
+                limits.max_compute_workgroup_size_y
+            ))
+        } else if self.workgroup_bytes() > limits.max_compute_workgroup_storage_size as u64 {
+            Some(format!(
+                "the staged rows take {} bytes of workgroup memory; the adapter allows {}",
+                self.workgroup_bytes(),
+                limits.max_compute_workgroup_storage_size
+            ))
+        } else {
+            None
+        };
+        match why {
+            None => Ok(()),
+            Some(why) => Err(GpuError::Shape { threads: self.threads, block: self.block, stage: self.stage, why }),
+        }
+    }
+
+    /// `gram.wgsl` with this shape's sizes in place of the defaults it is written with (WGSL has no
+    /// templates, and private arrays cannot be sized by a pipeline's override constants).
+    pub fn shader(self) -> String {
+        let mut text = SHADER.to_string();
+        for (name, value) in [("THREADS", self.threads), ("BLOCK", self.block), ("STAGE", self.stage)] {
+            let head = format!("\nconst {name}: u32 = ");
+            let Some(start) = text.find(&head).map(|at| at + head.len()) else { continue };
+            let Some(len) = text[start..].find(';') else { continue };
+            text.replace_range(start..start + len, &format!("{value}u"));
+        }
+        text
     }
 }
 
@@ -67,7 +172,8 @@ struct Band {
     bind_frob: wgpu::BindGroup,
 }
 
-/// The compute pipelines of `gram.wgsl`'s four entry points (cheap to clone: wgpu handles).
+/// The compute pipelines of `gram.wgsl`'s four entry points, `gram` of one shape (cheap to clone:
+/// wgpu handles).
 #[derive(Clone)]
 pub(crate) struct Pipelines {
     prep: wgpu::ComputePipeline,
@@ -76,23 +182,45 @@ pub(crate) struct Pipelines {
     frob: wgpu::ComputePipeline,
 }
 
-impl Pipelines {
-    pub(crate) fn compile(device: &wgpu::Device) -> Pipelines {
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("gram.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
-        let pipeline = |entry: &str| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: None,
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
+/// A device's compiled pipelines: `prep`, `sums` and `frob` once (the shape does not touch them),
+/// `gram` once per shape asked. A software adapter (SwiftShader, lavapipe) takes seconds to compile.
+#[derive(Default)]
+pub(crate) struct PipelineCache {
+    common: Option<[wgpu::ComputePipeline; 3]>,
+    gram: Vec<(GramShape, wgpu::ComputePipeline)>,
+}
+
+impl PipelineCache {
+    pub(crate) fn get(&mut self, device: &wgpu::Device, shape: GramShape) -> Pipelines {
+        let found = self.gram.iter().find(|(s, _)| *s == shape).map(|(_, p)| p.clone());
+        let (gram, common) = match (found, self.common.clone()) {
+            (Some(gram), Some(common)) => (gram, common),
+            (found, common) => {
+                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some("gram.wgsl"),
+                    source: wgpu::ShaderSource::Wgsl(shape.shader().into()),
+                });
+                let pipeline = |entry: &str| {
+                    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(entry),
+                        layout: None,
+                        module: &module,
+                        entry_point: Some(entry),
+                        compilation_options: Default::default(),
+                        cache: None,
+                    })
+                };
+                let gram = found.unwrap_or_else(|| pipeline("gram"));
+                let common = common.unwrap_or_else(|| [pipeline("prep"), pipeline("sums"), pipeline("frob")]);
+                (gram, common)
+            }
         };
-        Pipelines { prep: pipeline("prep"), sums: pipeline("sums"), gram: pipeline("gram"), frob: pipeline("frob") }
+        if !self.gram.iter().any(|(s, _)| *s == shape) {
+            self.gram.push((shape, gram.clone()));
+        }
+        self.common = Some(common.clone());
+        let [prep, sums, frob] = common;
+        Pipelines { prep, sums, gram, frob }
     }
 }
 
@@ -102,6 +230,7 @@ pub struct GpuGram {
     dim: usize,
     dim_padded: usize,
     capacity: usize,
+    shape: GramShape,
     centre: Vec<f32>,
     block_uniform: wgpu::Buffer,
     raw: wgpu::Buffer,
@@ -284,11 +413,13 @@ impl GpuGram {
         options: GramOptions,
     ) -> Result<Self, GpuError> {
         ctx.check()?;
-        let dim_padded = dim.div_ceil(TILE) * TILE;
+        let shape = options.shape.unwrap_or_else(|| GramShape::for_limits(&ctx.limits));
+        shape.check(&ctx.limits)?;
+        let dim_padded = dim.div_ceil(PAD) * PAD;
         // Shader indices are u32: a band's 3·height·width words and a block's capacity·dim_padded
         // values stay below 2^32 since every binding is below 4 GiB and d ≤ MAX_DIM.
         let workgroups = ctx.limits.max_compute_workgroups_per_dimension as usize;
-        if dim == 0 || dim > MAX_DIM || dim_padded / TILE > workgroups {
+        if dim == 0 || dim > MAX_DIM || dim_padded.div_ceil(shape.side() as usize) > workgroups {
             return Err(GpuError::Dimension(dim));
         }
         let centre: Vec<f32> = match centre {
@@ -309,22 +440,23 @@ impl GpuGram {
         if totals_bytes > limit {
             return Err(GpuError::BindingTooSmall { needed: totals_bytes, limit });
         }
-        // Bands of W: as many tile rows as fit the limit; lower bands are narrower, hence taller.
+        // Bands of W: as many rows (a multiple of PAD) as fit the limit; lower bands are narrower,
+        // hence taller. A band need not hold whole kernel tiles: the shader masks their edges.
         let mut plan = Vec::new();
         let mut first = 0;
         while first < dim_padded {
             let width = dim_padded - first;
-            let tile_row_bytes = (TILE * width * 12) as u64;
+            let tile_row_bytes = (PAD * width * 12) as u64;
             let tiles = limit / tile_row_bytes;
             if tiles == 0 {
                 return Err(GpuError::BindingTooSmall { needed: tile_row_bytes, limit });
             }
-            let height = (tiles as usize * TILE).min(width);
+            let height = (tiles as usize * PAD).min(width);
             plan.push((first, height, width));
             first += height;
         }
 
-        let Pipelines { prep, sums, gram, frob } = ctx.pipelines();
+        let Pipelines { prep, sums, gram, frob } = ctx.pipelines(shape);
         let block_uniform = uniform(&ctx, "block", &[0; 8]);
         // Raw rows of any type: 4 bytes per value at most.
         let raw = storage(&ctx, "raw rows", (capacity * dim * 4) as u64);
@@ -360,6 +492,7 @@ impl GpuGram {
             dim,
             dim_padded,
             capacity,
+            shape,
             centre,
             block_uniform,
             raw,
@@ -391,6 +524,11 @@ impl GpuGram {
     /// Rows per block.
     pub fn block_rows(&self) -> usize {
         self.capacity
+    }
+
+    /// The `gram` kernel's sizes this pass runs with.
+    pub fn shape(&self) -> GramShape {
+        self.shape
     }
 
     /// Rows submitted to the GPU so far (those still waiting for a whole block not counted).
@@ -499,9 +637,11 @@ impl GpuGram {
             pass.dispatch_workgroups(u32_of((self.dim_padded + 1).div_ceil(64))?, 1, 1);
             pass.set_pipeline(&self.gram);
             pass.set_bind_group(0, &self.gram_bind, &[]);
+            // Tiles counted from each band's first dimension, so that the diagonal ones are whole.
+            let side = self.shape.side() as usize;
             for band in &self.bands {
                 pass.set_bind_group(1, &band.bind, &[]);
-                pass.dispatch_workgroups(u32_of(self.dim_padded / TILE)?, u32_of(band.height / TILE)?, 1);
+                pass.dispatch_workgroups(u32_of(band.width.div_ceil(side))?, u32_of(band.height.div_ceil(side))?, 1);
             }
         }
         let index = ctx.queue.submit([encoder.finish()]);
@@ -656,5 +796,47 @@ impl GpuGram {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn finish(self) -> Result<GpuGramSums, GpuError> {
         super::block_on(self.finish_async())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shader's text for a shape differs from the file in the three sizes only, each found once.
+    #[test]
+    fn a_shape_is_substituted_into_the_shader() {
+        let shape = GramShape { threads: 8, block: 3, stage: 16 };
+        let text = shape.shader();
+        for line in ["const THREADS: u32 = 8u;", "const BLOCK: u32 = 3u;", "const STAGE: u32 = 16u;"] {
+            assert_eq!(text.matches(line).count(), 1, "{line}");
+        }
+        let changed = SHADER.lines().zip(text.lines()).filter(|(a, b)| a != b).count();
+        assert_eq!((changed, SHADER.lines().count()), (3, text.lines().count()));
+        let default = GramShape::for_limits(&wgpu::Limits::default());
+        assert_eq!(default, GramShape { threads: 16, block: 4, stage: 32 });
+        assert_eq!(default.shader(), SHADER, "the file is written with WebGPU's default shape");
+    }
+
+    /// The shape follows the limits: fewer invocations or less workgroup memory give a smaller tile,
+    /// never one that fails its own check; a shape asked for that does not fit says why.
+    #[test]
+    fn the_shape_fits_the_limits() {
+        let base = wgpu::Limits::default();
+        let big = wgpu::Limits { max_compute_workgroup_storage_size: 65536, ..base.clone() };
+        assert_eq!(GramShape::for_limits(&big), GramShape { threads: 16, block: 4, stage: 64 });
+        let few = wgpu::Limits { max_compute_invocations_per_workgroup: 64, ..base.clone() };
+        assert_eq!(GramShape::for_limits(&few), GramShape { threads: 8, block: 4, stage: 64 });
+        let small = wgpu::Limits { max_compute_workgroup_storage_size: 2048, ..base.clone() };
+        assert_eq!(GramShape::for_limits(&small), GramShape { threads: 16, block: 2, stage: 8 });
+        for limits in [&base, &big, &few, &small] {
+            assert!(GramShape::for_limits(limits).check(limits).is_ok());
+        }
+        let wide = GramShape { threads: 16, block: 8, stage: 32 };
+        let err = wide.check(&base).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("32768 bytes of workgroup memory") && err.contains("16384"), "{err}");
+        assert!(GramShape { threads: 16, block: 8, stage: 16 }.check(&base).is_ok());
+        assert!(GramShape { threads: 16, block: 4, stage: 48 }.check(&big).is_err());
+        assert!(GramShape { threads: 32, block: 1, stage: 8 }.check(&base).is_err());
     }
 }

@@ -5,8 +5,8 @@
 //   (exact), normalises it, subtracts the centre c and writes w = u − c (zeros for dropped rows and
 //   padding), with ‖c + w‖² and ‖c + w‖⁴ of the row the Gram matrix will hold.
 // - `sums`: one invocation per dimension (plus one for the scalars): s_w = Σw, Σ‖v‖², Σ‖v‖⁴, counts.
-// - `gram`: 16×16 tiles of the upper triangle of W = Σ w wᵀ, summed in f32 over at most K rows, then
-//   folded into the band's accumulator.
+// - `gram`: tiles of the upper triangle of W = Σ w wᵀ, register-blocked, summed in f32 over at most K
+//   rows, then folded into the band's accumulator.
 // - `frob`: for a running estimate only, ‖G‖²_F of the band with G's entries rebuilt from W and the
 //   centre terms (as the driver does in f64 at the end), summed in f32 per workgroup.
 //
@@ -17,7 +17,7 @@
 
 struct Block {
     dim: u32,        // d
-    dim_padded: u32, // d rounded up to the tile
+    dim_padded: u32, // d rounded up to a multiple of 16 (gram.rs's PAD)
     rows: u32,       // rows in this block (≤ capacity)
     capacity: u32,   // rows the block buffers hold
     dtype: u32,      // DTYPE_* of `raw`
@@ -27,13 +27,12 @@ struct Block {
 }
 
 struct Band {
-    first: u32,  // first dimension a0 of the band (a multiple of TILE)
+    first: u32,  // first dimension a0 of the band (a multiple of 16)
     width: u32,  // columns stored per band row: dim_padded − first
-    height: u32, // rows of G in the band (a multiple of TILE)
+    height: u32, // rows of G in the band (a multiple of 16)
     index: u32,  // the band's place in `partials` (frob)
 }
 
-const TILE: u32 = 16u;
 // Rows summed in f32 before a fold (as the CPU kernel's MAX_CHUNK_ROWS).
 const K: u32 = 64u;
 const FRAC_BITS: i32 = 48;
@@ -372,57 +371,147 @@ fn sums(@builtin(global_invocation_id) gid: vec3<u32>) {
 // ---- gram: one band of the upper triangle of W ----
 // `band_values` holds band.height rows of band.width fixed numbers: entry (a, b), a0 ≤ a < a0 + height,
 // a0 ≤ b < dim_padded, at 3·((a − a0)·width + (b − a0)).
+//
+// Register blocking: a workgroup of THREADS × THREADS invocations sums one SIDE × SIDE tile of W
+// (SIDE = THREADS·BLOCK; tiles counted from the band's first dimension), and each invocation holds
+// BLOCK × BLOCK entries of it in registers: rows lid.y + i·THREADS, columns lid.x + j·THREADS of the
+// tile (strided, so that neighbouring invocations read neighbouring words of workgroup memory). STAGE
+// rows of the tile's two column ranges are staged in workgroup memory at a time, and each value read
+// from there feeds BLOCK multiply-adds instead of one. The three sizes are substituted by gram.rs
+// for the adapter's limits (`GramShape`); the values below are its defaults.
+const THREADS: u32 = 16u;
+const BLOCK: u32 = 4u;
+const STAGE: u32 = 32u;
+const SIDE: u32 = THREADS * BLOCK;
+const ENTRIES: u32 = BLOCK * BLOCK;
 
 @group(1) @binding(0) var<uniform> band: Band;
 @group(1) @binding(1) var<storage, read_write> band_values: array<u32>;
 
-var<workgroup> tile_a: array<array<f32, 16>, 64>;
-var<workgroup> tile_b: array<array<f32, 16>, 64>;
+var<workgroup> tile_a: array<f32, STAGE * SIDE>;
+var<workgroup> tile_b: array<f32, STAGE * SIDE>;
 
-@compute @workgroup_size(16, 16)
+// One block's sums (at most 256 rows) fit two words: |w| ≤ 3 (|u| ≤ 1, and the driver refuses
+// |c| > 2), so each product is at most 9 and a block's sum below 2^12, below 2^60 with 48 fractional
+// bits. The band's third word is then the sign's extension.
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let x = a.x + b.x;
+    return vec2<u32>(x, a.y + b.y + select(0u, 1u, x < a.x));
+}
+
+// `fixed_of` for |x| < 2^12 (the bound above), in two words: the same rounding, fewer shifts.
+fn fixed64_of(x: f32) -> vec2<u32> {
+    let bits = bitcast<u32>(x);
+    let m = mantissa(bits);
+    let p = exponent(bits) + FRAC_BITS;
+    var v = vec2<u32>(0u);
+    if (p >= 32) {
+        v = vec2<u32>(0u, m << u32(p - 32));
+    } else if (p > 0) {
+        v = vec2<u32>(m << u32(p), m >> u32(32 - p));
+    } else if (p == 0) {
+        v = vec2<u32>(m, 0u);
+    } else if (p > -25) {
+        // Half up to the nearest quantum, as `to_fixed`; with m < 2^24, n ≥ 25 always gives 0.
+        let n = u32(-p);
+        v = vec2<u32>((m + (1u << (n - 1u))) >> n, 0u);
+    }
+    if ((bits >> 31u) != 0u) {
+        v = add64(~v, vec2<u32>(1u, 0u));
+    }
+    return v;
+}
+
+@compute @workgroup_size(THREADS, THREADS)
 fn gram(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
-    let ta = band.first / TILE + wid.y;
-    let tb = wid.x;
-    // Whole workgroups below the diagonal have nothing to do (uniform: the ids are per workgroup).
-    if (tb < ta) {
+    // Whole tiles below the diagonal have nothing to do (uniform: the ids are per workgroup).
+    if (wid.x < wid.y) {
         return;
     }
+    // A tile on the diagonal stages one column range for both operands and skips the blocks i > j,
+    // which lie wholly below the diagonal (|lx − ly| < THREADS): no invocation idles there.
+    let diagonal = wid.x == wid.y;
     let dp = block.dim_padded;
-    let a0 = ta * TILE;
-    let b0 = tb * TILE;
-    var total = vec3<u32>(0u);
+    let a0 = band.first + wid.y * SIDE;
+    let b0 = band.first + wid.x * SIDE;
+    var total: array<vec2<u32>, ENTRIES>;
+    var acc: array<f32, ENTRIES>;
     for (var r0 = 0u; r0 < block.rows; r0 += K) {
-        // 256 invocations load K×16 values of each operand, four each.
-        for (var j = 0u; j < 4u; j++) {
-            let e = li + 256u * j;
-            let rr = e / TILE;
-            let col = e % TILE;
-            let row = r0 + rr;
-            var xa = 0.0;
-            var xb = 0.0;
-            if (row < block.rows) {
-                xa = centred[row * dp + a0 + col];
-                xb = centred[row * dp + b0 + col];
+        for (var e = 0u; e < ENTRIES; e++) {
+            acc[e] = 0.0;
+        }
+        // The K rows in order, STAGE at a time: each entry's f32 sum runs over them one by one.
+        for (var s0 = r0; s0 < min(r0 + K, block.rows); s0 += STAGE) {
+            for (var e = li; e < STAGE * SIDE; e += THREADS * THREADS) {
+                let row = s0 + e / SIDE;
+                let col = e % SIDE;
+                var xa = 0.0;
+                var xb = 0.0;
+                if (row < block.rows) {
+                    if (a0 + col < dp) {
+                        xa = centred[row * dp + a0 + col];
+                    }
+                    if (!diagonal && b0 + col < dp) {
+                        xb = centred[row * dp + b0 + col];
+                    }
+                }
+                tile_a[e] = xa;
+                if (!diagonal) {
+                    tile_b[e] = xb;
+                }
             }
-            tile_a[rr][col] = xa;
-            tile_b[rr][col] = xb;
+            workgroupBarrier();
+            var va: array<f32, BLOCK>;
+            var vb: array<f32, BLOCK>;
+            if (diagonal) {
+                for (var rr = 0u; rr < STAGE; rr++) {
+                    for (var i = 0u; i < BLOCK; i++) {
+                        va[i] = tile_a[rr * SIDE + lid.y + i * THREADS];
+                        vb[i] = tile_a[rr * SIDE + lid.x + i * THREADS];
+                    }
+                    for (var i = 0u; i < BLOCK; i++) {
+                        for (var j = i; j < BLOCK; j++) {
+                            acc[i * BLOCK + j] += va[i] * vb[j];
+                        }
+                    }
+                }
+            } else {
+                for (var rr = 0u; rr < STAGE; rr++) {
+                    for (var i = 0u; i < BLOCK; i++) {
+                        va[i] = tile_a[rr * SIDE + lid.y + i * THREADS];
+                        vb[i] = tile_b[rr * SIDE + lid.x + i * THREADS];
+                    }
+                    for (var i = 0u; i < BLOCK; i++) {
+                        for (var j = 0u; j < BLOCK; j++) {
+                            acc[i * BLOCK + j] += va[i] * vb[j];
+                        }
+                    }
+                }
+            }
+            workgroupBarrier();
         }
-        workgroupBarrier();
-        var acc = 0.0;
-        for (var rr = 0u; rr < K; rr++) {
-            acc += tile_a[rr][lid.y] * tile_b[rr][lid.x];
+        for (var e = 0u; e < ENTRIES; e++) {
+            total[e] = add64(total[e], fixed64_of(acc[e]));
         }
-        workgroupBarrier();
-        total = add96(total, fixed_of(acc));
     }
-    let a = a0 + lid.y;
-    let b = b0 + lid.x;
-    let o = 3u * ((a - band.first) * band.width + (b - band.first));
-    let t = add96(vec3<u32>(band_values[o], band_values[o + 1u], band_values[o + 2u]), total);
-    band_values[o] = t.x;
-    band_values[o + 1u] = t.y;
-    band_values[o + 2u] = t.z;
+    let last = band.first + band.height;
+    for (var i = 0u; i < BLOCK; i++) {
+        let a = a0 + lid.y + i * THREADS;
+        for (var j = 0u; j < BLOCK; j++) {
+            let b = b0 + lid.x + j * THREADS;
+            if (a >= last || b >= dp || b < a) {
+                continue;
+            }
+            let t = total[i * BLOCK + j];
+            let sum = vec3<u32>(t.x, t.y, select(0u, 0xffffffffu, (t.y >> 31u) != 0u));
+            let o = 3u * ((a - band.first) * band.width + (b - band.first));
+            let v = add96(vec3<u32>(band_values[o], band_values[o + 1u], band_values[o + 2u]), sum);
+            band_values[o] = v.x;
+            band_values[o + 1u] = v.y;
+            band_values[o + 2u] = v.z;
+        }
+    }
 }
 
 // ---- frob: ‖G‖²_F of one band, for a running estimate ----

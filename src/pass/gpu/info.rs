@@ -55,6 +55,12 @@ pub enum GpuError {
     /// The storage-binding limit cannot hold even one tile row of G or one row of the matrix.
     #[error("a GPU storage binding of {limit} bytes cannot hold {needed} bytes")]
     BindingTooSmall { needed: u64, limit: u64 },
+    /// A Gram kernel shape asked for (for a measurement or a test) that this adapter cannot run.
+    #[error(
+        "a Gram kernel of {threads}×{threads} invocations holding {block}×{block} entries each, \
+         {stage} rows staged at a time, does not fit this GPU: {why}"
+    )]
+    Shape { threads: u32, block: u32, stage: u32, why: String },
     /// The dimension is zero or too large for 32-bit shader indices.
     #[error("dimension {0} is not supported by the GPU pass")]
     Dimension(usize),

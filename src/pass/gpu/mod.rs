@@ -80,20 +80,16 @@ mod context {
         pub limits: wgpu::Limits,
         info: GpuInfo,
         shared: Arc<Mutex<Shared>>,
-        /// The compiled `gram.wgsl` pipelines, made by the first pass on this device and reused by
-        /// the next ones: a software adapter (SwiftShader, lavapipe) takes seconds to compile them.
-        pipelines: std::cell::RefCell<Option<super::gram::Pipelines>>,
+        /// The compiled `gram.wgsl` pipelines, made by the first pass on this device (and the first
+        /// of each kernel shape) and reused by the next ones: a software adapter (SwiftShader,
+        /// lavapipe) takes seconds to compile them.
+        pipelines: std::cell::RefCell<super::gram::PipelineCache>,
     }
 
     impl GpuContext {
-        /// The pass's pipelines on this device, compiled once.
-        pub(crate) fn pipelines(&self) -> super::gram::Pipelines {
-            if let Some(p) = self.pipelines.borrow().as_ref() {
-                return p.clone();
-            }
-            let p = super::gram::Pipelines::compile(&self.device);
-            *self.pipelines.borrow_mut() = Some(p.clone());
-            p
+        /// The pass's pipelines on this device with the `gram` kernel of `shape`, compiled once.
+        pub(crate) fn pipelines(&self, shape: super::gram::GramShape) -> super::gram::Pipelines {
+            self.pipelines.borrow_mut().get(&self.device, shape)
         }
 
         /// [`GpuContext::acquire_async`], waited for on this thread (native only).
