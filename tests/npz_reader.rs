@@ -1,7 +1,9 @@
 //! NumPy `.npz` archives, stored and deflated: archives written by numpy itself
 //! (`tests/oracle/npz_writer.py`, run with the venv of `scripts/oracle_venv.sh`) give μ, σ, ε equal
 //! to numpy's f64 all-pairs cosines; opening reads only headers; a compressed member's pass keeps
-//! its checkpoint memory bounded; damaged archives give errors naming the file and the member.
+//! its checkpoint memory bounded, and inflates the member about once beyond the sample's trip to
+//! its far rows however many threads share it; damaged archives give errors naming the file and
+//! the member.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -11,12 +13,13 @@ use std::rc::Rc;
 use orthoscope::fixtures::synth::{trained_like, TensorSpec};
 use orthoscope::fixtures::writers::{npy_bytes, npz_bytes};
 use orthoscope::pass::kernel::Precision;
+use orthoscope::pass::shares::Share;
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::{read_model, DType, FormatError, Layout};
 use orthoscope::read::inflate::InflatedSource;
 use orthoscope::read::layout::tensor_source;
 use orthoscope::read::source::{ByteSource, FileSource, ReadError, SliceSource};
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin, Phase};
+use orthoscope::run::analysis::{sample_block_dots, Analysis, AnalysisConfig, Origin, Phase};
 use orthoscope::run::job::Job;
 
 /// Runs numpy's writer; the test fails if it cannot.
@@ -159,6 +162,56 @@ fn a_compressed_64_mib_member_is_analysed_in_bounded_checkpoint_memory() {
     let (job, _) = Job::open(sources, Some("embedding"), AnalysisConfig::default()).unwrap();
     let want = job.run().unwrap().report(0.0).unwrap();
     assert_eq!((report.mu, report.sigma), (want.mu, want.sigma));
+}
+
+#[test]
+fn a_deflated_members_exact_pass_inflates_it_once_on_any_number_of_threads() {
+    // 4096 × 1024 f32: 16 MiB in 64 blocks of 64 rows (256 KiB each). The histogram's sample (32
+    // blocks, in the seeded order) inflates the member up to its farthest block; the pass then
+    // visits every block in random order, on 1, 2 or 3 shares (threads, run here one after
+    // another), each with its own sources over the same checkpoints, as `run::threads` does.
+    let (rows, dim) = (4096usize, 1024usize);
+    let (_, npy) = matrix_npy(rows, dim, 6);
+    let member = npy.len() as f64;
+    let bytes = npz_bytes(&[("embedding.npy", npy)], true);
+    let stored = npz_bytes(&[("embedding.npy", matrix_npy(rows, dim, 6).1)], false);
+    let open =
+        |bytes: &Vec<u8>| -> Vec<Rc<dyn ByteSource>> { vec![Rc::new(SliceSource::new("big.npz", bytes.clone()))] };
+    let config = AnalysisConfig::default();
+    let (job, _) = Job::open(open(&stored), Some("embedding"), config.clone()).unwrap();
+    let want = job.run().unwrap().report(0.0).unwrap();
+    for of in [1u32, 2, 3] {
+        let (mut job, opened) = Job::open(open(&bytes), Some("embedding"), config.clone()).unwrap();
+        job.split(of);
+        let verdict = job
+            .finish_sample_with(|units, d, blocks| blocks.iter().map(|r| sample_block_dots(units, d, r)).collect())
+            .unwrap();
+        // Up to its farthest block once, then each of its blocks the trip passed again (half of
+        // this small member's blocks are the sample's; 13 % of a 16000-row one's).
+        let trip = job.checkpoints().inflated_bytes() as f64;
+        assert!(trip <= 1.51 * member, "{of} shares: the sample inflated {:.2}× the member", trip / member);
+        let mut partials = Vec::new();
+        for index in 1..of {
+            let share = Share::new(index, of).unwrap();
+            let mut analysis =
+                Job::open_share_sharing(open(&bytes), &opened.chosen, config.clone(), share, job.checkpoints())
+                    .unwrap();
+            analysis.skip_sample(verdict.as_ref().unwrap());
+            partials.push(analysis.run().unwrap().into_partial());
+        }
+        let mut job = job.run().unwrap();
+        for partial in &partials {
+            job.absorb(partial).unwrap();
+        }
+        // Each block starts at a checkpoint (whole rows, a power of two apart): the pass inflates
+        // every block once and nothing else, whoever reads it.
+        let pass = job.checkpoints().inflated_bytes() as f64 - trip;
+        println!("{of} shares: sample {:.3}× the member, pass {:.3}×", trip / member, pass / member);
+        assert!(pass <= 1.01 * member, "{of} shares: the pass inflated {:.2}× the member", pass / member);
+        assert!(job.checkpoints().bytes() <= 12 << 20);
+        let report = job.report(0.0).unwrap();
+        assert!((report.epsilon - want.epsilon).abs() < 1e-9, "{of} shares: ε {} vs {}", report.epsilon, want.epsilon);
+    }
 }
 
 #[test]

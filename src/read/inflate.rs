@@ -10,20 +10,26 @@
 //!
 //! **Spacing and the pass.** The pass reads whole row blocks (64 rows by default) in a seeded
 //! random order, then (for narrow matrices) sweeps the rest in file order. A random block read
-//! inflates at most one spacing before its offset (half a spacing on average) plus the block
-//! itself; a sweep continues from the previous read and inflates nothing twice. The spacing is
-//! therefore as small as memory allows: `len / MAX_CHECKPOINTS`, never under [`MIN_SPACING`]
-//! (256 KiB: a checkpoint's 43 KiB copy is then still small beside the inflating). Measured on a
-//! 16000 × 2048 f32 member (128 MiB, 64-row blocks of 512 KiB): at 128 checkpoints (1 MiB apart)
-//! the CLI's pass took 4.02 s on one thread against 2.62 s for the same member stored; at 512
-//! (256 KiB apart, ~22 MiB of checkpoints) 3.72 s. What remains is deflate's: the sample's reads
-//! inflate the member once to reach its far rows, and the pass's random blocks inflate it again
-//! (a quarter more for the spacing), on every thread for itself. A 4 GiB member gets
-//! 8 MiB spacing, ~4 MiB of extra inflating per random block. The first read past what has been
-//! inflated pays once for everything before it.
+//! inflates from the checkpoint at or before its offset; a sweep continues from the previous read
+//! and inflates nothing twice. The spacing is therefore as small as memory allows:
+//! `len / MAX_CHECKPOINTS`, never under [`MIN_SPACING`] (256 KiB: a checkpoint's 43 KiB copy is
+//! then still small beside the inflating), and for a matrix rounded up to a power of two whole
+//! rows from row 0 ([`Checkpoints::at_rows`]), so that a block at least as long as the spacing
+//! begins at a checkpoint and inflates only itself. The checkpoints of a member are made once and
+//! shared by every source of it, on every thread ([`SharedCheckpoints`]): the histogram's sample
+//! inflates the member once to reach its far rows, and the pass then inflates each block once,
+//! whichever thread reads it (tested: 1.000× the member after the sample's trip, on 1 to 3
+//! shares; 1.04× after a trip of 1.06× on 16000 × 2048 f32, on 1 and 2 threads). Before, each thread inflated the member from its start for itself and an unaligned
+//! block a quarter more: 16000 × 2048 f32 (128 MiB) took 3.72 s on one thread and 2.41 s on two
+//! against 2.32 s and 1.27 s for the same matrix as BF16. A 4 GiB member gets 8 MiB spacing: a
+//! block shorter than that inflates on average half the spacing before it. The first read past
+//! what has been inflated pays once for everything before it.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use miniz_oxide::inflate::core::{decompress_with_limit, inflate_flags, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
@@ -46,6 +52,11 @@ pub const MIN_SPACING: u64 = 256 << 10;
 /// decompressor's tables and the 32 KiB window), so this bounds them at ~22 MiB: the size of G
 /// at d = 1536, and a few times less than the f32 accumulators of the widths that are compressed.
 pub const MAX_CHECKPOINTS: u64 = 512;
+
+/// The closest checkpoints of a member `len` bytes long may be: at most [`MAX_CHECKPOINTS`].
+fn least_spacing(len: u64) -> u64 {
+    len.div_ceil(MAX_CHECKPOINTS).max(MIN_SPACING)
+}
 
 /// A resumable point of the stream: inflating from here with the same input gives the same output.
 #[derive(Clone)]
@@ -71,19 +82,157 @@ impl Point {
     }
 }
 
+/// The checkpoints of one member, shared by every source that reads it, on any thread: whichever
+/// source first inflates past a spacing boundary keeps the checkpoint there for all of them, so a
+/// second source (another thread's share, the neighbours' matrix, the tied check) goes back to the
+/// nearest checkpoint instead of inflating the member again from its start. Checkpoints are the
+/// same whoever makes them (inflating is deterministic), so the order they come in does not matter.
+#[derive(Clone)]
+pub struct Checkpoints {
+    shared: Arc<SharedPoints>,
+}
+
+struct SharedPoints {
+    /// The member: compressed bytes `[start, end)` of the file, `len` bytes inflated.
+    start: u64,
+    end: u64,
+    len: u64,
+    /// Checkpoints fall at output offsets `phase + j * spacing` (`phase < spacing`), and the
+    /// stream's start is one too.
+    phase: u64,
+    spacing: u64,
+    /// The start, then the checkpoint at each boundary in order ([`Checkpoints::slot`]), made the
+    /// first time any source passes there.
+    points: Mutex<Vec<Point>>,
+    /// Output bytes inflated by all the sources of the member (measurement: what reading costs).
+    inflated: AtomicU64,
+}
+
+impl Checkpoints {
+    /// No checkpoint yet but the member's start; the others [`Checkpoints::spacing`] apart.
+    pub fn new(start: u64, end: u64, len: u64) -> Checkpoints {
+        Self::with_spacing(start, end, len, 0, least_spacing(len))
+    }
+
+    /// Checkpoints at whole rows of a matrix whose row 0 is at output offset `first_row`, rows
+    /// `row_bytes` long, a power of two rows apart: the pass reads blocks of a power of two rows
+    /// from row 0 (64), so each block at least as long as the spacing begins at a checkpoint and
+    /// a block read in random order inflates only itself; a shorter block inflates on average
+    /// half the spacing before it. Never closer than [`Checkpoints::new`]'s.
+    pub fn at_rows(start: u64, end: u64, len: u64, first_row: u64, row_bytes: u64) -> Checkpoints {
+        let least = least_spacing(len);
+        let rows = least.div_ceil(row_bytes.max(1)).checked_next_power_of_two();
+        match rows.and_then(|r| r.checked_mul(row_bytes)).filter(|&s| s >= least) {
+            Some(spacing) => Self::with_spacing(start, end, len, first_row % spacing, spacing),
+            None => Self::new(start, end, len),
+        }
+    }
+
+    fn with_spacing(start: u64, end: u64, len: u64, phase: u64, spacing: u64) -> Checkpoints {
+        let points = Mutex::new(vec![Point::start(start)]);
+        let inflated = AtomicU64::new(0);
+        Checkpoints { shared: Arc::new(SharedPoints { start, end, len, phase, spacing, points, inflated }) }
+    }
+
+    /// The index in `points` of the last checkpoint at or before output offset `offset`.
+    fn slot(&self, offset: u64) -> u64 {
+        let SharedPoints { phase, spacing, .. } = *self.shared;
+        match offset.checked_sub(phase) {
+            None => 0,
+            Some(past) => past / spacing + u64::from(phase > 0),
+        }
+    }
+
+    /// Whether a checkpoint belongs at output offset `out`.
+    fn is_boundary(&self, out: u64) -> bool {
+        out.checked_sub(self.shared.phase).is_some_and(|past| past.is_multiple_of(self.shared.spacing))
+    }
+
+    /// The first checkpoint's place after output offset `out`.
+    fn next_boundary(&self, out: u64) -> u64 {
+        let SharedPoints { phase, spacing, .. } = *self.shared;
+        match out.checked_sub(phase) {
+            None => phase,
+            Some(past) => (past / spacing).saturating_add(1).saturating_mul(spacing).saturating_add(phase),
+        }
+    }
+
+    /// Output bytes between checkpoints.
+    pub fn spacing(&self) -> u64 {
+        self.shared.spacing
+    }
+
+    /// Memory held by the checkpoints now (not the sources' cursors).
+    pub fn bytes(&self) -> u64 {
+        self.points().len() as u64 * Point::bytes()
+    }
+
+    /// Output bytes inflated by every source of the member so far, re-inflation included.
+    pub fn inflated_bytes(&self) -> u64 {
+        self.shared.inflated.load(Ordering::Relaxed)
+    }
+
+    fn is_for(&self, start: u64, end: u64, len: u64) -> bool {
+        (self.shared.start, self.shared.end, self.shared.len) == (start, end, len)
+    }
+
+    /// A source that panicked while holding the lock left the points as they were between two
+    /// whole pushes, so they are still good.
+    fn points(&self) -> MutexGuard<'_, Vec<Point>> {
+        self.shared.points.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The [`Checkpoints`] of every deflated member one request reads, by file and place: each thread
+/// of a pass opens the files itself, and gets the same checkpoints for the same member from here.
+/// Only sources over the same files, in the same order, may share one.
+#[derive(Clone, Default)]
+pub struct SharedCheckpoints {
+    members: Arc<Mutex<HashMap<(usize, u64), Checkpoints>>>,
+}
+
+impl SharedCheckpoints {
+    /// The checkpoints of the member at compressed bytes `[start, end)` of file `file`, `len`
+    /// bytes inflated: those made so far by any source of it, or none yet.
+    /// `rows`: where its matrix's row 0 is and how long a row is ([`Checkpoints::at_rows`]).
+    pub fn member(&self, file: usize, start: u64, end: u64, len: u64, rows: Option<(u64, u64)>) -> Checkpoints {
+        let make = || match rows {
+            Some((first_row, row_bytes)) => Checkpoints::at_rows(start, end, len, first_row, row_bytes),
+            None => Checkpoints::new(start, end, len),
+        };
+        let mut members = self.members.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match members.get(&(file, start)) {
+            Some(c) if c.is_for(start, end, len) => c.clone(),
+            // Another member at that place (the caller mixed files): kept apart, never shared.
+            Some(_) => make(),
+            None => members.entry((file, start)).or_insert_with(make).clone(),
+        }
+    }
+
+    /// Output bytes inflated so far, over every member and every source of each.
+    pub fn inflated_bytes(&self) -> u64 {
+        let members = self.members.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        members.values().map(Checkpoints::inflated_bytes).sum()
+    }
+
+    /// Memory held by every member's checkpoints now.
+    pub fn bytes(&self) -> u64 {
+        let members = self.members.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        members.values().map(Checkpoints::bytes).sum()
+    }
+}
+
 struct State {
     /// Where the last read stopped (continued by a read at or after it).
     cursor: Point,
     /// False after the decompressor failed: the next read starts again from a checkpoint.
     cursor_valid: bool,
-    /// `checkpoints[k].out == k * spacing`, made the first time the stream passes there.
-    checkpoints: Vec<Point>,
     /// Compressed bytes `input_at .. input_at + input.len()` of the file.
     input: Vec<u8>,
     input_at: u64,
     /// Bytes the next read of compressed input asks for.
     input_window: u64,
-    /// Output bytes inflated in all (measurement: how much reading costs).
+    /// Output bytes this source inflated (measurement: how much reading costs).
     inflated: u64,
 }
 
@@ -97,23 +246,27 @@ pub struct InflatedSource<I: ByteSource = Rc<dyn ByteSource>> {
     start: u64,
     end: u64,
     len: u64,
-    spacing: u64,
+    checkpoints: Checkpoints,
     state: RefCell<State>,
 }
 
 impl<I: ByteSource> InflatedSource<I> {
-    /// Refuses a range that does not lie in `inner`; reads nothing yet.
+    /// Refuses a range that does not lie in `inner`; reads nothing yet. Its checkpoints are its own.
     pub fn new(inner: I, start: u64, end: u64, len: u64) -> Result<Self, ReadError> {
+        Self::sharing(inner, Checkpoints::new(start, end, len))
+    }
+
+    /// [`InflatedSource::new`] for the member `checkpoints` are of, using and adding to them.
+    pub fn sharing(inner: I, checkpoints: Checkpoints) -> Result<Self, ReadError> {
+        let SharedPoints { start, end, len, .. } = *checkpoints.shared;
         let name = inner.name().to_string();
         check_range(&name, start, end.saturating_sub(start), inner.len())?;
         if end < start {
             return Err(ReadError::OutOfBounds { file: name, offset: start, len: 0, file_len: inner.len() });
         }
-        let spacing = len.div_ceil(MAX_CHECKPOINTS).max(MIN_SPACING);
         let state = State {
             cursor: Point::start(start),
             cursor_valid: true,
-            checkpoints: vec![Point::start(start)],
             input: Vec::new(),
             input_at: start,
             input_window: FIRST_INPUT_WINDOW,
@@ -126,7 +279,7 @@ impl<I: ByteSource> InflatedSource<I> {
             start,
             end,
             len,
-            spacing,
+            checkpoints,
             state: RefCell::new(state),
         })
     }
@@ -145,18 +298,22 @@ impl<I: ByteSource> InflatedSource<I> {
 
     /// Output bytes between checkpoints.
     pub fn spacing(&self) -> u64 {
-        self.spacing
+        self.checkpoints.spacing()
     }
 
-    /// Memory held by the checkpoints (and the cursor) now.
+    /// Memory held by the member's checkpoints (shared) and this source's cursor now.
     pub fn checkpoint_bytes(&self) -> u64 {
-        let state = self.state.borrow();
-        (state.checkpoints.len() as u64 + 1) * Point::bytes()
+        self.checkpoints.bytes() + Point::bytes()
     }
 
-    /// Output bytes inflated so far, re-inflation included.
+    /// Output bytes this source inflated so far, re-inflation included.
     pub fn inflated_bytes(&self) -> u64 {
         self.state.borrow().inflated
+    }
+
+    /// The member's checkpoints, shared with every other source of it.
+    pub fn checkpoints(&self) -> &Checkpoints {
+        &self.checkpoints
     }
 
     fn corrupt(&self, offset: u64, why: String) -> ReadError {
@@ -175,8 +332,9 @@ impl<I: ByteSource> InflatedSource<I> {
 
     /// Puts the cursor at the latest known point at or before `offset`.
     fn seek(&self, state: &mut State, offset: u64) {
-        let k = usize::try_from(offset / self.spacing).unwrap_or(usize::MAX);
-        let nearest = state.checkpoints.get(k).or(state.checkpoints.last());
+        let k = usize::try_from(self.checkpoints.slot(offset)).unwrap_or(usize::MAX);
+        let points = self.checkpoints.points();
+        let nearest = points.get(k).or(points.last());
         if let Some(point) = nearest {
             let cursor_usable = state.cursor_valid && state.cursor.out <= offset && state.cursor.out >= point.out;
             if !cursor_usable {
@@ -219,7 +377,7 @@ impl<I: ByteSource> InflatedSource<I> {
 
             // Stop at the next spacing boundary, so that checkpoints fall exactly on them, and at
             // `to`, so that a following read of the next bytes continues from here.
-            let boundary = (state.cursor.out / self.spacing).saturating_add(1).saturating_mul(self.spacing);
+            let boundary = self.checkpoints.next_boundary(state.cursor.out);
             let limit = to.min(boundary) - state.cursor.out;
             let pos = (state.cursor.out % WINDOW as u64) as usize;
             let before = state.cursor.out;
@@ -234,6 +392,7 @@ impl<I: ByteSource> InflatedSource<I> {
             state.cursor.input += consumed as u64;
             state.cursor.out += written as u64;
             state.inflated += written as u64;
+            self.checkpoints.shared.inflated.fetch_add(written as u64, Ordering::Relaxed);
 
             // The new output, where it overlaps the read.
             let (lo, hi) = (before.max(offset), state.cursor.out.min(offset + buf.len() as u64));
@@ -245,10 +404,14 @@ impl<I: ByteSource> InflatedSource<I> {
                 }
             }
 
-            let k = state.cursor.out / self.spacing;
-            if written > 0 && state.cursor.out.is_multiple_of(self.spacing) && k == state.checkpoints.len() as u64 {
-                let point = state.cursor.clone();
-                state.checkpoints.push(point);
+            // The cursor passed every boundary before this one (it started at a checkpoint), so
+            // the next checkpoint to make is this one or it exists.
+            if written > 0 && self.checkpoints.is_boundary(state.cursor.out) {
+                let k = self.checkpoints.slot(state.cursor.out);
+                let mut points = self.checkpoints.points();
+                if k == points.len() as u64 {
+                    points.push(state.cursor.clone());
+                }
             }
 
             match status {
@@ -402,7 +565,7 @@ mod tests {
         let data = compressible_bytes(5 << 20, 3);
         let s = open(&data, 6);
         check_read(&s, &data, data.len() - 100, 100);
-        assert_eq!(s.state.borrow().checkpoints.len() as u64, (5 << 20) / MIN_SPACING + 1);
+        assert_eq!(s.checkpoints.points().len() as u64, (5 << 20) / MIN_SPACING + 1);
         // Going back costs at most one spacing (plus the read); 2 MiB is a checkpoint.
         let before = s.inflated_bytes();
         check_read(&s, &data, (2 << 20) + 17, 1000);

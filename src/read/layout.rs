@@ -6,11 +6,23 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::read::format::{InterleavePart, Layout, TensorInfo};
-use crate::read::inflate::InflatedSource;
+use crate::read::inflate::{InflatedSource, SharedCheckpoints};
 use crate::read::source::{ByteSource, ReadError};
 
 /// The source to read `tensor`'s `byte_range` from, over the request's `sources` (by file index).
+/// An inflated member's checkpoints are its own: see [`tensor_source_sharing`].
 pub fn tensor_source(sources: &[Rc<dyn ByteSource>], tensor: &TensorInfo) -> Result<Rc<dyn ByteSource>, ReadError> {
+    tensor_source_sharing(sources, tensor, &SharedCheckpoints::default())
+}
+
+/// [`tensor_source`] whose inflated member keeps its checkpoints in `checkpoints`, with every
+/// other source of the same member opened through it (on any thread, over the same `sources`):
+/// deflate has no index, so only the first source inflates the member from its start.
+pub fn tensor_source_sharing(
+    sources: &[Rc<dyn ByteSource>],
+    tensor: &TensorInfo,
+    checkpoints: &SharedCheckpoints,
+) -> Result<Rc<dyn ByteSource>, ReadError> {
     let file = |i: usize| {
         sources.get(i).cloned().ok_or_else(|| ReadError::Unavailable {
             message: format!("internal: tensor '{}' lives in file {i}, which was not given", tensor.name),
@@ -20,7 +32,14 @@ pub fn tensor_source(sources: &[Rc<dyn ByteSource>], tensor: &TensorInfo) -> Res
         Layout::Contiguous => file(tensor.file),
         Layout::Deflate { start, end, inflated_len } => {
             let inner = file(tensor.file)?;
-            Ok(Rc::new(InflatedSource::new(inner, *start, *end, *inflated_len)?.with_tensor_name(&tensor.name)))
+            // Checkpoints at whole rows of a matrix, so that the pass's blocks begin at one.
+            let (first_row, stop) = tensor.byte_range;
+            let rows = tensor.matrix().and_then(|(rows, _)| {
+                let bytes = stop.checked_sub(first_row)?;
+                bytes.checked_div(rows).filter(|&row| row > 0 && row * rows == bytes).map(|row| (first_row, row))
+            });
+            let member = checkpoints.member(tensor.file, *start, *end, *inflated_len, rows);
+            Ok(Rc::new(InflatedSource::sharing(inner, member)?.with_tensor_name(&tensor.name)))
         }
         Layout::Interleave { parts } => {
             let opened = parts.iter().map(|p| Ok((file(p.file)?, p.clone()))).collect::<Result<Vec<_>, ReadError>>()?;

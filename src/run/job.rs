@@ -17,7 +17,8 @@ use crate::pass::kernel::{BandValues, MAX_CHUNK_ROWS};
 use crate::pass::shares::{PassPartial, Share};
 use crate::read::format::set::{read_model_set, ModelSet};
 use crate::read::format::{ModelInfo, TensorInfo};
-use crate::read::layout::tensor_source;
+use crate::read::inflate::SharedCheckpoints;
+use crate::read::layout::tensor_source_sharing;
 use crate::read::locate::{choose_in_set, locate, role_by_name, role_of_choice, LocateError, Located, TensorRole};
 use crate::read::matrix::Matrix;
 use crate::read::source::ByteSource;
@@ -94,6 +95,9 @@ pub struct Job {
     unembedding_matrix: Option<Matrix>,
     /// The model's name from its config.json, for `Report::model`.
     name: Option<String>,
+    /// The checkpoints of every deflated member the job reads, shared by all its sources of that
+    /// member and by the shares of a pass split over threads ([`Job::open_share_sharing`]).
+    checkpoints: SharedCheckpoints,
 }
 
 impl Opened {
@@ -157,11 +161,12 @@ impl Job {
         let located = locate(&model);
         let unembedding_info =
             located.unembedding.and_then(|i| model.tensors.get(i)).filter(|u| u.name != info.name).cloned();
+        let checkpoints = SharedCheckpoints::default();
         let source_of = |t: &TensorInfo| -> Result<Rc<dyn ByteSource>, Error> {
             if sources.get(t.file).is_none() {
                 return Err(Error::from(LocateError::TensorNotFound { name: t.name.clone(), file: set.describe() }));
             }
-            Ok(tensor_source(&sources, t)?)
+            Ok(tensor_source_sharing(&sources, t, &checkpoints)?)
         };
         let origin = |t: &TensorInfo, reason: &str, tensor_role: TensorRole| Origin {
             file: set.files.get(t.file).cloned().unwrap_or_default(),
@@ -191,7 +196,8 @@ impl Job {
         }
         let unembedding_set = unembedding_info.as_ref().map(set_aside);
         let matrix = Matrix::new(source_of(&info)?, info.clone(), Rc::new(vocab));
-        let tied = tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only);
+        let tied =
+            tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only, &checkpoints);
         // A broken unembedding must not cost the user the embedding's result: it is left out.
         let unembedding_matrix = match &unembedding_info {
             Some(u) if !options.tensor_bytes_only => {
@@ -220,7 +226,8 @@ impl Job {
             None => None,
         };
         let name = set.name.clone();
-        Ok((Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix, name }, opened))
+        let job = Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix, name, checkpoints };
+        Ok((job, opened))
     }
 
     /// A helper's part of a pass split over workers (`pass`): the tensor `tensor` of `sources`
@@ -232,13 +239,26 @@ impl Job {
         config: AnalysisConfig,
         share: Share,
     ) -> Result<Analysis, Error> {
+        Self::open_share_sharing(sources, tensor, config, share, &SharedCheckpoints::default())
+    }
+
+    /// [`Job::open_share`] on a thread of the lead's process: a deflated member's rows are read
+    /// through the lead's checkpoints ([`Job::checkpoints`]), made as the histogram's sample
+    /// inflated its way to its far rows, so the share never inflates the member from its start.
+    pub fn open_share_sharing(
+        sources: Vec<Rc<dyn ByteSource>>,
+        tensor: &str,
+        config: AnalysisConfig,
+        share: Share,
+        checkpoints: &SharedCheckpoints,
+    ) -> Result<Analysis, Error> {
         let refs: Vec<&dyn ByteSource> = sources.iter().map(|s| s.as_ref()).collect();
         let set = read_model_set(&refs)?;
         let (info, reason) = choose_in_set(&set, Some(tensor))?;
         if sources.get(info.file).is_none() {
             return Err(Error::from(LocateError::TensorNotFound { name: info.name.clone(), file: set.describe() }));
         }
-        let source = tensor_source(&sources, &info)?;
+        let source = tensor_source_sharing(&sources, &info, checkpoints)?;
         let tensor_role = role_of_choice(&set.model_info(), &info.name);
         let origin = Origin { file: String::new(), format: set.format.clone(), tensor_reason: reason, tensor_role };
         let mut analysis = Analysis::new(Box::new(source), info, origin, config)?;
@@ -277,6 +297,12 @@ impl Job {
     /// The embedding pass's route: only a Gram pass can be split by columns.
     pub fn route(&self) -> Route {
         self.embedding.route()
+    }
+
+    /// The checkpoints of the deflated members the job reads (none for other layouts), for the
+    /// shares of its pass on other threads ([`Job::open_share_sharing`]), and what inflating cost.
+    pub fn checkpoints(&self) -> &SharedCheckpoints {
+        &self.checkpoints
     }
 
     /// Bytes of the embedding's accumulator, which every worker of a split pass holds once.
@@ -600,6 +626,7 @@ fn tied_check(
     embedding: &TensorInfo,
     unembedding: Option<&TensorInfo>,
     compare_bytes: bool,
+    checkpoints: &SharedCheckpoints,
 ) -> Tied {
     let Some(u) = unembedding else {
         let missing = ["lm_head.weight", "output.weight"].iter().find_map(|n| set.missing_shard_for(n));
@@ -626,9 +653,11 @@ fn tied_check(
         };
     }
     // Byte for byte in the views' coordinates (an inflated member, assembled quantised rows).
-    let (Some((rows, _)), Ok(es), Ok(us)) =
-        (embedding.matrix(), tensor_source(sources, embedding), tensor_source(sources, u))
-    else {
+    let (Some((rows, _)), Ok(es), Ok(us)) = (
+        embedding.matrix(),
+        tensor_source_sharing(sources, embedding, checkpoints),
+        tensor_source_sharing(sources, u, checkpoints),
+    ) else {
         return Tied { tied: None, evidence: "unknown".into() };
     };
     let row_bytes = (embedding.byte_range.1 - embedding.byte_range.0).checked_div(rows).unwrap_or(0);

@@ -160,7 +160,9 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
     } else {
         None
     };
-    // Sources are not Send: each pool thread opens the files itself.
+    // Sources are not Send: each pool thread opens the files itself, and reads a deflated member
+    // through the checkpoints the lead's sample made (deflate has no index).
+    let checkpoints = job.checkpoints().clone();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads((of as usize).saturating_sub(1).max(1))
         .build()
@@ -170,11 +172,12 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
     pool.in_place_scope(|scope| {
         for index in 1..of {
             let (partials, chosen, config, open) = (&partials, &opened.chosen, config.clone(), &open);
+            let checkpoints = &checkpoints;
             let verdict = verdict.as_ref();
             scope.spawn(move |_| {
                 let partial = open().and_then(|sources| {
                     let share = share_of(index).ok_or(ThreadsError::Panicked)?;
-                    let mut analysis = Job::open_share(sources, chosen, config, share)?;
+                    let mut analysis = Job::open_share_sharing(sources, chosen, config, share, checkpoints)?;
                     if let Some(verdict) = verdict {
                         analysis.skip_sample(verdict);
                     }
