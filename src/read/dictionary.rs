@@ -186,7 +186,8 @@ pub fn recognise(tensors: &[TensorInfo], config: Option<&DictionaryConfig>, path
         if let Some((t, (r, cols))) = matrix("decoder.weight") {
             let (d_sae, d_in) = (c.d_sae?, c.d_in?);
             let columns = r == d_in && cols == d_sae;
-            if !columns && !(r == d_sae && cols == d_in) {
+            let rows = r == d_sae && cols == d_in;
+            if !(columns || rows) {
                 return None;
             }
             let mut d = base(t, d_sae, d_in, columns, "llama_scope");
