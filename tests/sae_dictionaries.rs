@@ -120,7 +120,7 @@ fn the_sparsity_file_sets_the_dead_latents_aside_exactly() {
         close(t.without.mu, &want["mu"], "μ without the dead latents");
         close(t.without.sigma, &want["sigma"], "σ without the dead latents");
         close(t.without.epsilon, &want["epsilon"], "ε without the dead latents");
-        assert!(orthoscope::result::trained::summary(t).contains("latents of the dictionary that never fired"));
+        assert!(orthoscope::result::trained::summary(t).contains("dead latents of the dictionary"));
     }
     // Without the sparsity file nothing is set aside.
     let folder = PathBuf::from(c["path"].as_str().unwrap());

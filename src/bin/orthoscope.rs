@@ -243,7 +243,9 @@ mod cli {
         // One file keeps the one-file listing; several add the file holding each tensor.
         let several = set.shards.len() > 1;
         for (i, t) in model.tensors.iter().enumerate() {
-            let mark = if embedding == Some((t.name.clone(), t.file)) {
+            let mark = if embedding == Some((t.name.clone(), t.file)) && set.dictionary.is_some() {
+                "  <- decoder (feature directions)"
+            } else if embedding == Some((t.name.clone(), t.file)) {
                 "  <- embedding"
             } else if located.unembedding == Some(i) {
                 "  <- unembedding"

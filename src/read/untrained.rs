@@ -63,7 +63,7 @@ impl UntrainedRule {
             UntrainedRule::PastVocabulary => "rows past the tokenizer's last token",
             UntrainedRule::UnusedToken => "tokens the tokenizer names unused or reserved",
             UntrainedRule::Suspected => "suspected: rows whose direction matches the unused rows'",
-            UntrainedRule::DeadLatent => "dead latents: features that never fired (below the density threshold)",
+            UntrainedRule::DeadLatent => "latents below the firing-density threshold (never fired, by default)",
         }
     }
 }

@@ -125,7 +125,7 @@ pub fn summary(t: &TrainedReport) -> String {
     // A dictionary's dead latents are features, not a vocabulary's rows.
     let dead = UntrainedRule::DeadLatent.name();
     let what = if t.rules.iter().filter(|r| r.enabled).all(|r| r.rule == dead) {
-        "latents of the dictionary that never fired"
+        "dead latents of the dictionary"
     } else {
         "rows the model never trained"
     };
