@@ -54,7 +54,7 @@ pub struct TransposedSource {
     row_bytes: u64,
     /// View rows (stored columns) per panel.
     panel_rows: u64,
-    /// The first view row of the panel held, and its rows as view rows.
+    /// The first view row of the panel held, and its rows as view rows (`len / row_bytes` of them).
     panel: RefCell<(Option<u64>, Vec<u8>)>,
     scratch: RefCell<Vec<u8>>,
 }
@@ -107,14 +107,21 @@ impl TransposedSource {
         })
     }
 
-    /// Loads the panel that holds view row `row` (a stored column).
-    fn load(&self, row: u64) -> Result<(), ReadError> {
-        let first = row / self.panel_rows * self.panel_rows;
+    /// Loads a panel that holds view rows `row..row + wanted` (stored columns), or as many of them
+    /// as a panel holds. A read that goes on where the panel held ends (a pass in file order) loads
+    /// a whole panel ahead; any other (a block in random order) loads only the rows it wants, so
+    /// a random block reads its own columns and no more.
+    fn load(&self, row: u64, wanted: u64) -> Result<(), ReadError> {
         let mut panel = self.panel.borrow_mut();
-        if panel.0 == Some(first) {
-            return Ok(());
+        let held = (panel.1.len() as u64) / self.row_bytes;
+        if let Some(first) = panel.0 {
+            if first <= row && row < first + held {
+                return Ok(());
+            }
         }
-        let rows = self.panel_rows.min(self.stored_cols - first);
+        let ahead = panel.0.is_some_and(|first| first + held == row);
+        let first = row;
+        let rows = if ahead { self.panel_rows } else { wanted.clamp(1, self.panel_rows) }.min(self.stored_cols - first);
         let (e, rb) = (self.elem as usize, self.row_bytes as usize);
         // rows · row_bytes ≤ PANEL_BYTES, or one row: both were sized from the validated shape.
         panel.1.resize(rows as usize * rb, 0);
@@ -150,7 +157,8 @@ impl ByteSource for TransposedSource {
         while done < buf.len() {
             let at = offset + done as u64;
             let row = at / self.row_bytes;
-            self.load(row)?;
+            let end_row = (offset + buf.len() as u64).div_ceil(self.row_bytes);
+            self.load(row, end_row - row)?;
             let panel = self.panel.borrow();
             let first = panel.0.unwrap_or(row);
             let from = ((row - first) * self.row_bytes + at % self.row_bytes) as usize;
@@ -307,6 +315,17 @@ mod tests {
                 let mut buf = vec![0u8; len];
                 view.read_at(offset as u64, &mut buf).unwrap();
                 assert_eq!(buf, want[offset..offset + len], "panel {panel}, offset {offset}, len {len}");
+            }
+            // Block by block in file order, as a pass's sweep reads.
+            for block in [1usize, 3, 5] {
+                let step = block * (rows * elem) as usize;
+                let mut got = Vec::new();
+                for at in (0..want.len()).step_by(step) {
+                    let mut buf = vec![0u8; step.min(want.len() - at)];
+                    view.read_at(at as u64, &mut buf).unwrap();
+                    got.extend(buf);
+                }
+                assert_eq!(got, want, "panel {panel}, blocks of {block}");
             }
             let mut past = [0u8; 2];
             assert!(view.read_at(want.len() as u64 - 1, &mut past).is_err());
