@@ -27,7 +27,7 @@ mod cli {
     use orthoscope::result::text;
     use orthoscope::run::analysis::AnalysisConfig;
     use orthoscope::run::job::Job;
-    use orthoscope::run::threads::{analyze_paths, open_paths, PassRequest, Split, ThreadsError};
+    use orthoscope::run::threads::{analyze_each, analyze_paths, open_paths, PassRequest, Split, ThreadsError};
     use orthoscope::Error;
 
     #[derive(Parser)]
@@ -75,6 +75,14 @@ mod cli {
             /// output says why.
             #[arg(long)]
             gpu: bool,
+            /// Each path (a file or a folder) is its own model, analysed one after another: a
+            /// dictionary per layer, say. With --json a JSON array of Reports, else a table.
+            #[arg(long)]
+            each: bool,
+            /// A dictionary's latents whose log10 firing density (SAELens's sparsity.safetensors,
+            /// given alongside) is below this are set aside as dead (default −9.5: never fired).
+            #[arg(long, value_name = "LOG10", allow_negative_numbers = true)]
+            dead_below: Option<f64>,
         },
         /// The exact nearest neighbours (by cosine, over all rows) of one row of the embedding, named
         /// by its row id or its token string (from a GGUF vocabulary or a tokenizer.json given too).
@@ -146,11 +154,39 @@ mod cli {
 
     fn run(command: Command) -> Result<(), String> {
         match command {
-            Command::Analyze { files, tensor, seed, rows, json: as_json, centred, threads, split, gpu } => {
-                let config = AnalysisConfig { seed, stop_after_rows: rows, ..AnalysisConfig::default() };
+            Command::Analyze {
+                files,
+                tensor,
+                seed,
+                rows,
+                json: as_json,
+                centred,
+                threads,
+                split,
+                gpu,
+                each,
+                dead_below,
+            } => {
+                let config = AnalysisConfig {
+                    seed,
+                    stop_after_rows: rows,
+                    dead_below_log10: dead_below,
+                    ..AnalysisConfig::default()
+                };
                 // Asked for explicitly: any adapter, software ones included.
                 let gpu = if gpu { GpuChoice::Any } else { GpuChoice::Off };
                 let request = PassRequest { tensor, config, threads, split, centred, gpu, ..PassRequest::default() };
+                if each {
+                    let reports = analyze_each(&files, &request).map_err(describe)?;
+                    if as_json {
+                        print(&json(&reports)?);
+                    } else {
+                        let named: Vec<(String, _)> =
+                            files.iter().map(|f| f.display().to_string()).zip(reports).collect();
+                        print(&text::each(&named));
+                    }
+                    return Ok(());
+                }
                 let report = analyze_paths(&files, &request).map_err(describe)?;
                 print(&if as_json { json(&report)? } else { text::report(&report) });
             }
@@ -180,7 +216,11 @@ mod cli {
     /// The error, and when the files hold no input embedding, the tensors `--tensor` may name.
     fn describe(e: ThreadsError) -> String {
         let mut text = e.to_string();
-        if let ThreadsError::Analysis(Error::Locate(LocateError::NoInputEmbedding { candidates, .. })) = &e {
+        let inner = match &e {
+            ThreadsError::Each { source, .. } => source.as_ref(),
+            other => other,
+        };
+        if let ThreadsError::Analysis(Error::Locate(LocateError::NoInputEmbedding { candidates, .. })) = inner {
             if !candidates.is_empty() {
                 text.push_str("\n2-D tensors --tensor can name (their ε is then not the paper's):");
                 for c in candidates {
@@ -203,7 +243,9 @@ mod cli {
         // One file keeps the one-file listing; several add the file holding each tensor.
         let several = set.shards.len() > 1;
         for (i, t) in model.tensors.iter().enumerate() {
-            let mark = if embedding == Some((t.name.clone(), t.file)) {
+            let mark = if embedding == Some((t.name.clone(), t.file)) && set.dictionary.is_some() {
+                "  <- decoder (feature directions)"
+            } else if embedding == Some((t.name.clone(), t.file)) {
                 "  <- embedding"
             } else if located.unembedding == Some(i) {
                 "  <- unembedding"

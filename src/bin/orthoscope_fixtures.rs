@@ -60,6 +60,26 @@ mod fixtures {
             #[arg(long, default_value_t = 1)]
             seed: u64,
         },
+        /// Write sparse-autoencoder dictionaries into DIR: `saelens` (sae_weights.safetensors with
+        /// W_enc [d_in, d_sae] and W_dec [d_sae, d_in], cfg.json, and sparsity.safetensors whose
+        /// first --dead latents never fired) or `sparsify` (one folder layers.N per layer, N <
+        /// --layers, with sae.safetensors and cfg.json). Decoder rows are trained-like with norms
+        /// far from 1.
+        GenerateSae {
+            dir: PathBuf,
+            #[arg(long, default_value = "saelens")]
+            layout: String,
+            #[arg(long, default_value_t = 64)]
+            d_in: usize,
+            #[arg(long, default_value_t = 1024)]
+            d_sae: usize,
+            #[arg(long, default_value_t = 3)]
+            layers: usize,
+            #[arg(long, default_value_t = 16)]
+            dead: usize,
+            #[arg(long, default_value_t = 1)]
+            seed: u64,
+        },
         /// Write a PyTorch checkpoint as torch.save writes it (zip, protocol-2 pickle, storages stored
         /// 64-byte aligned): `{"model": {"embed_tokens.weight": …}, "step": 5}`, --rows × --dim, which Orthoscope lists as
         /// model.embed_tokens.weight.
@@ -204,6 +224,9 @@ mod fixtures {
                     layout.padding.iter().map(|(_, a, b)| b - a).sum::<u64>()
                 );
             }
+            Command::GenerateSae { dir, layout, d_in, d_sae, layers, dead, seed } => {
+                write_sae(&dir, &layout, d_in, d_sae, layers, dead, seed)?
+            }
             Command::GenerateTorch { out, rows, dim, dtype, kind, seed } => {
                 let dtype = demo::float_dtype(&dtype)?;
                 let values = demo::generate(&kind, rows, dim, seed)?;
@@ -285,6 +308,72 @@ mod fixtures {
                 }
             }
             Command::Corpus { out } => write_corpus(&out)?,
+        }
+        Ok(())
+    }
+
+    /// Decoder rows with norms from 0.05 to 20 (a dictionary's are not unit length).
+    fn decoder(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let mut values = demo::trained_like(rows, dim, seed);
+        for (r, row) in values.chunks_exact_mut(dim.max(1)).enumerate() {
+            let scale = 0.05 + 19.95 * ((r * 7919) % 1000) as f32 / 1000.0;
+            row.iter_mut().for_each(|x| *x *= scale);
+        }
+        values
+    }
+
+    fn write_sae(
+        dir: &Path,
+        layout: &str,
+        d_in: usize,
+        d_sae: usize,
+        layers: usize,
+        dead: usize,
+        seed: u64,
+    ) -> Result<(), String> {
+        let f32_tensor = |name: &str, rows: usize, dim: usize, values: &[f32]| {
+            demo::TensorSpec::matrix(name, DType::F32, rows, dim, values)
+        };
+        match layout {
+            "saelens" => {
+                create_dir(dir)?;
+                let w_enc = demo::random_init(d_in, d_sae, seed.wrapping_add(1));
+                let w_dec = decoder(d_sae, d_in, seed);
+                let weights = demo::safetensors_bytes(&[
+                    f32_tensor("W_enc", d_in, d_sae, &w_enc),
+                    f32_tensor("W_dec", d_sae, d_in, &w_dec),
+                ]);
+                write(&dir.join("sae_weights.safetensors"), &weights)?;
+                let cfg = serde_json::json!({
+                    "architecture": "standard", "d_in": d_in, "d_sae": d_sae,
+                    "hook_name": "blocks.6.hook_resid_pre", "hook_layer": 6, "model_name": "gpt2-small",
+                });
+                write(&dir.join("cfg.json"), cfg.to_string().as_bytes())?;
+                // log10 densities: the first `dead` latents never fired (SAELens's floor, −10).
+                let sparsity: Vec<f32> =
+                    (0..d_sae).map(|i| if i < dead { -10.0 } else { -3.0 + (i % 7) as f32 * 0.25 }).collect();
+                let spec =
+                    demo::TensorSpec { shape: vec![d_sae as u64], ..f32_tensor("sparsity", 1, d_sae, &sparsity) };
+                write(&dir.join("sparsity.safetensors"), &demo::safetensors_bytes(&[spec]))?;
+            }
+            "sparsify" => {
+                for layer in 0..layers {
+                    let folder = dir.join(format!("layers.{layer}"));
+                    create_dir(&folder)?;
+                    let s = seed.wrapping_add(10 * layer as u64);
+                    let weights = demo::safetensors_bytes(&[
+                        f32_tensor("encoder.weight", d_sae, d_in, &demo::random_init(d_sae, d_in, s + 1)),
+                        f32_tensor("W_dec", d_sae, d_in, &decoder(d_sae, d_in, s)),
+                    ]);
+                    write(&folder.join("sae.safetensors"), &weights)?;
+                    let cfg = serde_json::json!({
+                        "expansion_factor": (d_sae / d_in.max(1)), "normalize_decoder": true, "num_latents": d_sae,
+                        "k": 32, "multi_topk": false, "skip_connection": false, "d_in": d_in,
+                    });
+                    write(&folder.join("cfg.json"), cfg.to_string().as_bytes())?;
+                }
+            }
+            other => return Err(format!("--layout {other}: write saelens or sparsify")),
         }
         Ok(())
     }

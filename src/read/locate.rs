@@ -9,7 +9,8 @@
 //! outside the transformer blocks that is clearly V×d. A block weight, a position embedding or an
 //! output matrix is never taken for it otherwise. When nothing is certain, nothing is chosen and
 //! [`Located::reason`] says why; the user can still name any 2-D tensor, labelled as such
-//! ([`TensorRole`]).
+//! ([`TensorRole`]). The files of a sparse autoencoder (`read::dictionary`) have no embedding:
+//! their decoder is chosen instead, as [`TensorRole::SaeDecoder`], and never their encoder.
 
 use serde::{Deserialize, Serialize};
 
@@ -154,6 +155,9 @@ pub enum TensorRole {
     OutputMatrix,
     /// Anything else: a block weight, a position embedding, a projection, or an unnamed matrix.
     Other,
+    /// A sparse autoencoder's decoder, read as its feature directions (`read::dictionary`): ε of
+    /// features, not of an embedding.
+    SaeDecoder,
 }
 
 /// What a name says a tensor is: block weights and position embeddings are [`TensorRole::Other`]
@@ -217,6 +221,17 @@ pub fn locate(model: &ModelInfo) -> Located {
         unembedding,
         candidates: candidates.clone(),
     };
+    // A sparse autoencoder's files: its decoder's feature directions, never its encoder.
+    if let Some(d) = &model.dictionary {
+        if let Some(&i) = candidates.iter().find(|&&i| name(i) == d.decoder) {
+            return Located {
+                embedding: Some(i),
+                reason: d.reason(),
+                unembedding: None,
+                candidates: candidates.clone(),
+            };
+        }
+    }
     // The model's graph says which tensor the token ids index (ONNX): surer than any name.
     if let Some(hint) = &model.embedding_hint {
         if let Some(&i) = candidates.iter().find(|&&i| name(i) == hint.tensor) {
@@ -313,6 +328,9 @@ fn why_none(model: &ModelInfo, candidates: &[usize], unnamed: &[usize], unembedd
 /// The role of the tensor a user or [`locate`] chose: the located embedding is the input
 /// embedding; any other tensor is what its name says, never the input embedding by default.
 pub fn role_of_choice(model: &ModelInfo, name: &str) -> TensorRole {
+    if model.dictionary.as_ref().is_some_and(|d| d.decoder == name) {
+        return TensorRole::SaeDecoder;
+    }
     let located = locate(model);
     if located.embedding.and_then(|i| model.tensors.get(i)).is_some_and(|t| t.name == name) {
         return TensorRole::InputEmbedding;

@@ -11,11 +11,13 @@
 //! - [`remote`]: what an HTTP answer means for a model opened by URL (the requests are the worker's).
 //! - [`ahead`]: which ranges a worker reads ahead in one batch, and which it holds until asked.
 //! - [`demo`]: the built-in demo models, generated in memory.
+//! - [`dictionary`]: sparse-autoencoder dictionaries: which tensor holds the feature directions.
 //!
 //! Nothing here knows about statistics, reports or the browser.
 
 pub mod ahead;
 pub mod demo;
+pub mod dictionary;
 pub mod format;
 pub mod inflate;
 pub mod layout;

@@ -20,11 +20,18 @@ pub enum UntrainedRule {
     UnusedToken,
     /// A row whose weights look like those of the known-unused rows (weight-only indicator).
     Suspected,
+    /// A dictionary's latent whose firing density is below the threshold (never fired, by
+    /// default): its decoder row was never trained by the reconstruction (docs/method.md §10).
+    DeadLatent,
 }
 
 impl UntrainedRule {
-    pub const ALL: [UntrainedRule; 3] =
-        [UntrainedRule::PastVocabulary, UntrainedRule::UnusedToken, UntrainedRule::Suspected];
+    pub const ALL: [UntrainedRule; 4] = [
+        UntrainedRule::PastVocabulary,
+        UntrainedRule::UnusedToken,
+        UntrainedRule::Suspected,
+        UntrainedRule::DeadLatent,
+    ];
 
     /// The bit of this rule in a row's mask.
     pub fn bit(self) -> u8 {
@@ -32,6 +39,7 @@ impl UntrainedRule {
             UntrainedRule::PastVocabulary => 1,
             UntrainedRule::UnusedToken => 2,
             UntrainedRule::Suspected => 4,
+            UntrainedRule::DeadLatent => 8,
         }
     }
 
@@ -41,6 +49,7 @@ impl UntrainedRule {
             UntrainedRule::PastVocabulary => "past_vocabulary",
             UntrainedRule::UnusedToken => "unused_token",
             UntrainedRule::Suspected => "suspected",
+            UntrainedRule::DeadLatent => "dead_latent",
         }
     }
 
@@ -53,9 +62,14 @@ impl UntrainedRule {
         match self {
             UntrainedRule::PastVocabulary => "rows past the tokenizer's last token",
             UntrainedRule::UnusedToken => "tokens the tokenizer names unused or reserved",
+<<<<<<< HEAD
             UntrainedRule::Suspected => {
                 "suspected from the weights alone: rows pointing where the unused rows point (or, in an untied input embedding, as short as they are)"
             }
+=======
+            UntrainedRule::Suspected => "suspected: rows whose direction matches the unused rows'",
+            UntrainedRule::DeadLatent => "latents below the firing-density threshold (never fired, by default)",
+>>>>>>> h-40
         }
     }
 }

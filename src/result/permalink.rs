@@ -17,6 +17,9 @@
 //!   `log10_capacity`, `capacity_determinate` and `class` by [`estimate`]; `caveat` =
 //!   [`CAPACITY_CAVEAT`]; the unembedding's μ + 2σ, μ + 3σ and `note` = [`UNEMBEDDING_NOTE`];
 //!   histogram edges by [`Histogram::new`].
+//! - a dictionary (`Report::dictionary`) is stored after the trained part (its
+//!   `log10_capacity_used` recomputed, `tensor_role` then `sae_decoder`); a trained part of more
+//!   than [`MAX_TRAINED_RANGES`] row ranges (scattered dead latents) is not carried.
 //!
 //! What does not survive exactly:
 //! - histogram counts are quantised (see [`quantise_counts`] for the bound);
@@ -45,8 +48,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::pass::estimate;
 use crate::pass::stats::{Histogram, SampledHistogram};
+use crate::read::dictionary::Dictionary;
 use crate::read::untrained::UntrainedRule;
-use crate::result::report::{Report, UnembeddingReport, CAPACITY_CAVEAT, SCHEMA_VERSION, UNEMBEDDING_NOTE};
+use crate::result::report::{
+    DictionaryReport, Report, UnembeddingReport, CAPACITY_CAVEAT, SCHEMA_VERSION, UNEMBEDDING_NOTE,
+};
 use crate::result::trained::{RuleRows, TrainedReport, Without};
 
 /// Fragment key: a permalink's fragment is "#r=<version>.<base64url payload>".
@@ -209,6 +215,60 @@ pub struct CompactExtras {
     pub model: Option<String>,
 }
 
+/// `Report::dictionary` without its derived `log10_capacity_used`: the payload's third part, after
+/// the [`CompactExtras`] (links of anything but a dictionary end before it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactDictionary {
+    pub d_sae: u64,
+    pub d_in: u64,
+    pub layer: Option<u64>,
+    pub hook: Option<String>,
+    pub architecture: Option<String>,
+    pub source_layout: String,
+    pub decoder: String,
+    pub columns_are_features: bool,
+    pub transcoder: bool,
+    pub d_out: Option<u64>,
+}
+
+impl CompactDictionary {
+    fn from_report(d: &Dictionary) -> Self {
+        Self {
+            d_sae: d.d_sae,
+            d_in: d.d_in,
+            layer: d.layer,
+            hook: d.hook.as_deref().map(cut),
+            architecture: d.architecture.as_deref().map(cut),
+            source_layout: cut(&d.source_layout),
+            decoder: cut(&d.decoder),
+            columns_are_features: d.columns_are_features,
+            transcoder: d.transcoder,
+            d_out: d.d_out,
+        }
+    }
+
+    fn into_dictionary(self, rows: u64) -> Result<Dictionary, PermalinkError> {
+        if self.d_sae != rows || self.d_in == 0 {
+            return Err(PermalinkError::Implausible {
+                field: "dictionary.d_sae",
+                value: format!("{} features, {} wide, for {rows} rows", self.d_sae, self.d_in),
+            });
+        }
+        Ok(Dictionary {
+            d_sae: self.d_sae,
+            d_in: self.d_in,
+            layer: self.layer,
+            hook: self.hook,
+            architecture: self.architecture,
+            source_layout: self.source_layout,
+            decoder: self.decoder,
+            columns_are_features: self.columns_are_features,
+            transcoder: self.transcoder,
+            d_out: self.d_out,
+        })
+    }
+}
+
 /// Most row ranges a link's trained part may name (real vocabularies set aside a few runs).
 pub const MAX_TRAINED_RANGES: usize = 4096;
 
@@ -284,12 +344,18 @@ pub fn is_permalink(fragment: &str) -> bool {
 /// The fragment for `report`, without the `#`: `r=1.<payload>`.
 pub fn encode(report: &Report) -> String {
     let mut bytes = postcard::to_allocvec(&Compact::from_report(report)).unwrap_or_default();
-    if report.trained.is_some() || report.model.is_some() {
+    // A dictionary's dead latents can be scattered over more ranges than a link holds: the link
+    // then carries the paper's numbers without them.
+    let trained = report.trained.as_ref().filter(|t| t.without.excluded.len() <= MAX_TRAINED_RANGES);
+    if trained.is_some() || report.model.is_some() || report.dictionary.is_some() {
         let extras = CompactExtras {
-            trained: report.trained.as_ref().map(CompactTrained::from_report),
+            trained: trained.map(CompactTrained::from_report),
             model: report.model.as_deref().map(cut),
         };
         bytes.extend(postcard::to_allocvec(&extras).unwrap_or_default());
+    }
+    if let Some(d) = &report.dictionary {
+        bytes.extend(postcard::to_allocvec(&CompactDictionary::from_report(&d.dictionary)).unwrap_or_default());
     }
     pack_bytes(&bytes)
 }
@@ -354,7 +420,15 @@ pub fn decode(fragment: &str) -> Result<Report, PermalinkError> {
             PermalinkError::Malformed(format!("{} bytes after the result are not its second part: {e}", rest.len()))
         })?;
         if !rest.is_empty() {
-            return Err(PermalinkError::Malformed(format!("{} bytes after the result", rest.len())));
+            let (dictionary, rest): (CompactDictionary, &[u8]) = postcard::take_from_bytes(rest).map_err(|e| {
+                PermalinkError::Malformed(format!("{} bytes after the result are not its dictionary: {e}", rest.len()))
+            })?;
+            if !rest.is_empty() {
+                return Err(PermalinkError::Malformed(format!("{} bytes after the result", rest.len())));
+            }
+            let dictionary = dictionary.into_dictionary(rows)?;
+            report.tensor_role = TensorRole::SaeDecoder;
+            report.dictionary = Some(DictionaryReport::new(dictionary, &report));
         }
         if let Some(m) = &extras.model {
             if m.is_empty() || m.chars().count() > MAX_TEXT_CHARS || m.chars().any(char::is_control) {
@@ -600,6 +674,7 @@ impl Compact {
             centred: None,
             trained: None,
             model: None,
+            dictionary: None,
         })
     }
 }

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::read::dictionary::Dictionary;
 use crate::read::locate::TensorRole;
 
 use crate::explain::alignment::TokenAlignment;
@@ -144,6 +145,31 @@ pub struct Report {
     /// shown in place of a generic file name ([`Report::model_name`]).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub model: Option<String>,
+    /// The sparse-autoencoder dictionary whose decoder was analysed (`tensor_role` is then
+    /// `sae_decoder`, and ε is that of its feature directions); null for any other tensor.
+    #[serde(default)]
+    pub dictionary: Option<DictionaryReport>,
+}
+
+/// `Report::dictionary`: what the files say of the dictionary, and how much of the capacity its
+/// own ε allows it uses (docs/method.md §10).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DictionaryReport {
+    #[serde(flatten)]
+    pub dictionary: Dictionary,
+    /// log10(d_sae) − log10 k(d, ε) under Eq. 7 (`log10_capacity.adjusted_full`, the card's
+    /// headline) for d the decoder's width: "this dictionary uses 10^x of the capacity its own ε
+    /// allows". None when the capacity is not finite.
+    pub log10_capacity_used: Option<f64>,
+}
+
+impl DictionaryReport {
+    /// The dictionary of `report`, whose ε and capacities are its decoder's.
+    pub fn new(dictionary: Dictionary, report: &Report) -> DictionaryReport {
+        let capacity = report.log10_capacity.adjusted_full;
+        let used = (dictionary.d_sae as f64).log10() - capacity;
+        DictionaryReport { dictionary, log10_capacity_used: (capacity.is_finite() && used.is_finite()).then_some(used) }
+    }
 }
 /// What one pass measured, for [`Report::from_pass`]: the analysis gathers it, the report derives
 /// ε, its interval, the capacities and the class from it (`docs/method.md` §1–3).
@@ -233,6 +259,7 @@ impl Report {
             centred: None,
             trained: None,
             model: None,
+            dictionary: None,
         }
     }
 }

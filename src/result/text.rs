@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::explain::neighbours::Neighbours;
 use crate::read::locate::TensorRole;
-use crate::result::report::Report;
+use crate::result::report::{DictionaryReport, Report};
 
 /// The Report as the CLI prints it without `--json`: one fact per line.
 pub fn report(r: &Report) -> String {
@@ -41,6 +41,9 @@ pub fn report(r: &Report) -> String {
         c.jl_c8,
         if r.capacity_determinate { "" } else { "  (indeterminate: ε ≥ 0.1)" }
     );
+    if let Some(d) = &r.dictionary {
+        let _ = writeln!(s, "{}", dictionary(d));
+    }
     if let Some(t) = &r.trained {
         let _ = writeln!(s, "{}", crate::result::trained::summary(t));
         // Rules found but not set aside by default (the suspected rows): counted, so the user
@@ -104,6 +107,59 @@ pub fn report(r: &Report) -> String {
     s
 }
 
+/// The dictionary's lines: what it is, and the share of its ε's capacity it uses (docs/method.md §10).
+pub fn dictionary(d: &DictionaryReport) -> String {
+    let x = &d.dictionary;
+    let or_unknown = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
+    let side = match (x.transcoder, x.d_out) {
+        (true, Some(out)) => format!(" (a transcoder: features of its {out}-wide output side)"),
+        (true, None) => " (a transcoder: features of its output side)".to_string(),
+        _ => String::new(),
+    };
+    let mut s = format!(
+        "dictionary: {} features over d_in = {}{side}, layer {}, hook {}, architecture {}, {} layout{}",
+        x.d_sae,
+        x.d_in,
+        or_unknown(x.layer.map(|l| l.to_string())),
+        or_unknown(x.hook.clone()),
+        or_unknown(x.architecture.clone()),
+        x.source_layout,
+        if x.columns_are_features { " (features read from the decoder's columns)" } else { "" },
+    );
+    if let Some(used) = d.log10_capacity_used {
+        let _ =
+            write!(s, "\nthis dictionary uses 10^{used:.2} of the capacity its own ε allows (Eq. 7 at d = its width)");
+    }
+    s
+}
+
+/// Several models' Reports side by side (`analyze --each`): one line each with its path, layer,
+/// d_sae and d_in (a matrix's rows and width when it is not a dictionary), ε, class, and the share
+/// of its ε's capacity a dictionary uses.
+pub fn each(reports: &[(String, Report)]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<40} {:>5} {:>9} {:>6} {:>9}  {:<19} capacity used",
+        "path", "layer", "d_sae", "d_in", "ε", "class"
+    );
+    for (path, r) in reports {
+        let d = r.dictionary.as_ref().map(|d| &d.dictionary);
+        let layer = d.and_then(|d| d.layer).map_or("-".to_string(), |l| l.to_string());
+        let (d_sae, d_in) = d.map_or((r.rows, r.dim), |d| (d.d_sae, d.d_in));
+        let used =
+            r.dictionary.as_ref().and_then(|d| d.log10_capacity_used).map_or("-".to_string(), |x| format!("10^{x:.2}"));
+        let estimate = if r.exact { "" } else { "~" };
+        let _ = writeln!(
+            s,
+            "{path:<40} {layer:>5} {d_sae:>9} {d_in:>6} {estimate}{:>8.5}  {:<19} {used}",
+            r.epsilon,
+            r.class.label(),
+        );
+    }
+    s
+}
+
 /// A token's nearest neighbours, most similar first, one per line.
 pub fn neighbours(found: &Neighbours) -> String {
     let name = |r: u64, t: &Option<String>| t.as_ref().map_or(format!("row {r}"), |t| format!("row {r} {t:?}"));
@@ -121,6 +177,12 @@ pub fn not_the_embedding(r: &Report) -> Option<String> {
         TensorRole::InputEmbedding => return None,
         TensorRole::OutputMatrix => "the output matrix",
         TensorRole::Other => "not the input token embedding",
+        TensorRole::SaeDecoder => {
+            return Some(format!(
+                "{} is a sparse autoencoder's decoder: this ε is that of its feature directions, not the paper's embedding ε, and its class and capacity are not comparable with the paper's Table 1",
+                r.tensor
+            ))
+        }
     };
     Some(format!(
         "{} is {what}: its ε is not the paper's, and its class and capacity are not comparable with the paper's Table 1",

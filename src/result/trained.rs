@@ -10,7 +10,7 @@ use crate::read::untrained::{RowRanges, SetAside, UntrainedRule};
 /// One rule and the rows it names (a row two rules name counts under both).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RuleRows {
-    /// `past_vocabulary`, `unused_token` or `suspected` ([`UntrainedRule::name`]).
+    /// `past_vocabulary`, `unused_token`, `suspected` or `dead_latent` ([`UntrainedRule::name`]).
     pub rule: String,
     pub rows: u64,
     /// Whether these rows are set aside in the numbers beside it.
@@ -122,8 +122,15 @@ pub fn summary(t: &TrainedReport) -> String {
         .filter(|r| r.enabled)
         .filter_map(|r| UntrainedRule::from_name(&r.rule).map(|u| format!("{} {}", r.rows, u.describe())))
         .collect();
+    // A dictionary's dead latents are features, not a vocabulary's rows.
+    let dead = UntrainedRule::DeadLatent.name();
+    let what = if t.rules.iter().filter(|r| r.enabled).all(|r| r.rule == dead) {
+        "dead latents of the dictionary"
+    } else {
+        "rows the model never trained"
+    };
     format!(
-        "without the {} rows the model never trained ({}): ε = {:.4} ({}), μ = {:.4}, σ = {:.4}{}",
+        "without the {} {what} ({}): ε = {:.4} ({}), μ = {:.4}, σ = {:.4}{}",
         w.rows_excluded,
         why.join("; "),
         w.epsilon,

@@ -82,6 +82,11 @@ pub struct AnalysisConfig {
     /// noise ([`kernel::f32_suffices`]); F64 is always f64.
     #[serde(default)]
     pub precision: Precision,
+    /// A dictionary's latents whose log10 firing density (SAELens's `sparsity`) is below this are
+    /// set aside as dead (`read::dictionary::dead_latents`); None: those that never fired
+    /// ([`crate::read::dictionary::NEVER_FIRED_LOG10`]).
+    #[serde(default)]
+    pub dead_below_log10: Option<f64>,
 }
 
 impl Default for AnalysisConfig {
@@ -92,6 +97,7 @@ impl Default for AnalysisConfig {
             histogram_rows: DEFAULT_HISTOGRAM_ROWS,
             stop_after_rows: None,
             precision: Precision::default(),
+            dead_below_log10: None,
         }
     }
 }

@@ -45,6 +45,9 @@ pub enum Error {
     /// the whole analysis on the CPU.
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    /// A dictionary's sparsity file (SAELens's `sparsity.safetensors`) could not be read.
+    #[error("the dictionary's sparsity file: {0}")]
+    Sparsity(#[from] crate::read::dictionary::SparsityError),
     /// Fewer than two usable rows remain after dropping zero and non-finite rows.
     #[error("tensor '{tensor}': only {kept} usable row(s) of {rows} ({zero} all-zero, {nonfinite} with NaN/Inf dropped); ε needs at least two")]
     TooFewRows { tensor: String, rows: u64, kept: u64, zero: u64, nonfinite: u64 },

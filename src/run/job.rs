@@ -15,6 +15,7 @@ use crate::pass::accumulate::{rows_within, Route};
 use crate::pass::gpu::GpuContext;
 use crate::pass::kernel::{BandValues, MAX_CHUNK_ROWS};
 use crate::pass::shares::{PassPartial, Share};
+use crate::read::dictionary::{dead_latents, Dictionary, NEVER_FIRED_LOG10, SPARSITY_TENSOR};
 use crate::read::format::set::{read_model_set, ModelSet};
 use crate::read::format::{ModelInfo, TensorInfo};
 use crate::read::inflate::SharedCheckpoints;
@@ -22,8 +23,8 @@ use crate::read::layout::tensor_source_sharing;
 use crate::read::locate::{choose_in_set, locate, role_by_name, role_of_choice, LocateError, Located, TensorRole};
 use crate::read::matrix::Matrix;
 use crate::read::source::ByteSource;
-use crate::read::untrained::SetAside;
-use crate::result::report::{Report, UnembeddingReport};
+use crate::read::untrained::{SetAside, UntrainedRule};
+use crate::result::report::{DictionaryReport, Report, UnembeddingReport};
 use crate::run::analysis::{
     planned_accumulator_bytes, Analysis, AnalysisConfig, Origin, Phase, Progress, SampleVerdict,
 };
@@ -98,6 +99,8 @@ pub struct Job {
     /// The checkpoints of every deflated member the job reads, shared by all its sources of that
     /// member and by the shares of a pass split over threads ([`Job::open_share_sharing`]).
     checkpoints: SharedCheckpoints,
+    /// The sparse-autoencoder dictionary whose decoder is analysed, for `Report::dictionary`.
+    dictionary: Option<Dictionary>,
 }
 
 impl Opened {
@@ -112,6 +115,7 @@ impl Opened {
                 .candidates
                 .iter()
                 .map(|&i| match model.tensors.get(i) {
+                    _ if located.embedding == Some(i) && model.dictionary.is_some() => TensorRole::SaeDecoder,
                     _ if located.embedding == Some(i) => TensorRole::InputEmbedding,
                     Some(t) => role_by_name(&t.name),
                     None => TensorRole::Other,
@@ -194,10 +198,26 @@ impl Job {
         if token_matrix(role) {
             embedding.set_aside(set_aside(&info));
         }
+        let dictionary = set.dictionary.clone().filter(|d| role == TensorRole::SaeDecoder && d.decoder == info.name);
+        if let Some(d) = &dictionary {
+            // Latents that never fired (SAELens's sparsity file dropped alongside) are set aside
+            // exactly, as a token matrix's untrained rows are (docs/method.md §10).
+            if let Some(sparsity) = set.tensors.iter().find(|t| t.name == SPARSITY_TENSOR) {
+                let below = config.dead_below_log10.unwrap_or(NEVER_FIRED_LOG10);
+                let dead = dead_latents(source_of(sparsity)?.as_ref(), sparsity, d.d_sae, below)?;
+                let rows = info.matrix().map_or(0, |m| m.0);
+                let set = SetAside { rows, rules: Vec::new() }.with_rule(UntrainedRule::DeadLatent, dead);
+                embedding.set_aside(Rc::new(set));
+            }
+        }
         let unembedding_set = unembedding_info.as_ref().map(set_aside);
         let matrix = Matrix::new(source_of(&info)?, info.clone(), Rc::new(vocab));
-        let tied =
-            tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only, &checkpoints);
+        let tied = match &set.dictionary {
+            Some(_) => Tied { tied: None, evidence: "a sparse autoencoder's dictionary has no output matrix".into() },
+            None => {
+                tied_check(&sources, &set, &info, unembedding_info.as_ref(), !options.tensor_bytes_only, &checkpoints)
+            }
+        };
         // A broken unembedding must not cost the user the embedding's result: it is left out.
         let unembedding_matrix = match &unembedding_info {
             Some(u) if !options.tensor_bytes_only => {
@@ -226,7 +246,8 @@ impl Job {
             None => None,
         };
         let name = set.name.clone();
-        let job = Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix, name, checkpoints };
+        let job =
+            Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix, name, checkpoints, dictionary };
         Ok((job, opened))
     }
 
@@ -592,6 +613,7 @@ impl Job {
         }
         report.tied = self.tied.tied;
         report.model.clone_from(&self.name);
+        report.dictionary = self.dictionary.clone().map(|d| DictionaryReport::new(d, &report));
         report.tied_evidence = self.tied.evidence.clone();
         Ok(report)
     }

@@ -44,6 +44,9 @@ pub enum ThreadsError {
     /// The centred pass failed.
     #[error(transparent)]
     Centred(#[from] CentredError),
+    /// One model of several (`analyze --each`) gave no Report.
+    #[error("{path}: {source}")]
+    Each { path: String, source: Box<ThreadsError> },
 }
 
 impl From<ReadError> for ThreadsError {
@@ -91,6 +94,19 @@ pub fn analyze_paths(paths: &[PathBuf], request: &PassRequest) -> Result<Report,
     let mut report = on_threads(&files, request, started)?;
     report.gpu_fallback = fallback.or(report.gpu_fallback);
     Ok(report)
+}
+
+/// Each path its own model (`analyze --each`: a dictionary per layer, or any models side by side),
+/// analysed one after another, each exactly as [`analyze_paths`] would alone; the first that fails
+/// ends the run, named.
+pub fn analyze_each(paths: &[PathBuf], request: &PassRequest) -> Result<Vec<Report>, ThreadsError> {
+    paths
+        .iter()
+        .map(|path| {
+            analyze_paths(std::slice::from_ref(path), request)
+                .map_err(|e| ThreadsError::Each { path: path.display().to_string(), source: Box::new(e) })
+        })
+        .collect()
 }
 
 /// The pass on one thread with the GPU driving the Gram sums ([`crate::run::analysis::Analysis`]
@@ -251,8 +267,8 @@ pub fn open_paths(paths: &[PathBuf]) -> Result<Vec<FileSource>, ThreadsError> {
 }
 
 /// The files named, a directory replaced by the regular files directly in it (sorted, not
-/// recursive; symbolic links to files count, as in the Hugging Face cache), plus the external
-/// data an `.onnx` names beside it.
+/// recursive; symbolic links to files count, as in the Hugging Face cache; a Llama Scope folder's
+/// `checkpoints/final.safetensors` too), plus the external data an `.onnx` names beside it.
 fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ThreadsError> {
     let failed = |path: &Path, e: std::io::Error| ThreadsError::Open {
         path: path.display().to_string(),
@@ -270,6 +286,11 @@ fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ThreadsError> {
             if entry.path().is_file() {
                 inside.push(entry.path());
             }
+        }
+        // Llama Scope keeps its weights one folder down, beside its hyperparams.json.
+        let checkpoint = path.join("checkpoints").join("final.safetensors");
+        if inside.iter().any(|f| f.file_name().is_some_and(|n| n == "hyperparams.json")) && checkpoint.is_file() {
+            inside.push(checkpoint);
         }
         if inside.is_empty() {
             return Err(ThreadsError::EmptyDirectory { path: path.display().to_string() });

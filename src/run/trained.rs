@@ -63,7 +63,9 @@ impl UnitRows for MatrixRows<'_> {
 /// not the result).
 pub fn suspected_rows(analysis: &Analysis, matrix: &Matrix, whole_pass: bool, untied: bool) -> Option<RowRanges> {
     let set = analysis.set_aside_rows()?;
-    let known = set.union(set.present());
+    // The rows a token's name sets aside; a dictionary's dead latents are not a token matrix's
+    // untrained rows, and the indicator is not calibrated for them.
+    let known = set.union(UntrainedRule::PastVocabulary.bit() | UntrainedRule::UnusedToken.bit());
     let pass = whole_pass.then(|| analysis.accumulator());
     suspected::suspected_rows(matrix, &known, pass, untied).ok().flatten().map(|s| s.rows)
 }

@@ -88,6 +88,7 @@ pub fn TensorPicker(
                         TensorRole::InputEmbedding => "",
                         TensorRole::OutputMatrix => " — output matrix, not the paper's ε",
                         TensorRole::Other => " — not the input embedding",
+                        TensorRole::SaeDecoder => " — SAE decoder: ε of its feature directions",
                     };
                     let label = format!("{} — {} {:?}{what}", t.name, t.dtype.name(), t.shape);
                     view! { <option value=t.name.clone() selected=selected>{label}</option> }

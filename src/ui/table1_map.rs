@@ -102,6 +102,11 @@ fn user_points(entries: &[Entry]) -> Vec<Point> {
                         r.model_name(),
                         r.tensor
                     ),
+                    TensorRole::SaeDecoder => format!(
+                        "{} · {} (an SAE dictionary's features: not comparable with Table 1)",
+                        r.model_name(),
+                        r.tensor
+                    ),
                 },
                 d: r.dim,
                 epsilon: r.epsilon,

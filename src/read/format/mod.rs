@@ -293,6 +293,11 @@ pub enum Layout {
     /// `start + r·row_bytes` of the part's file). `byte_range` is `(0, rows · Σ row_bytes)`.
     /// MLX's quantised weights: packed values, scales and biases of one group side by side.
     Interleave { parts: Vec<InterleavePart> },
+    /// A stored `[stored_rows, stored_cols]` matrix of one value per element read by its columns:
+    /// row f of the view is column f of the stored matrix (a sparse autoencoder's decoder that keeps
+    /// its features in columns, `read::dictionary`). The stored matrix starts at `start` of `file`
+    /// as `inner` lays it out; `byte_range` is `(0, stored_rows · stored_cols · elem_bytes)`.
+    Transposed { start: u64, stored_rows: u64, stored_cols: u64, elem_bytes: u64, inner: Box<Layout> },
 }
 
 /// One stored tensor of a [`Layout::Interleave`] view.
@@ -382,6 +387,10 @@ pub struct ModelInfo {
     /// The input embedding as the model's graph names it (ONNX), consulted before names.
     #[serde(default)]
     pub embedding_hint: Option<EmbeddingHint>,
+    /// The sparse-autoencoder dictionary the files are, when they are one (`read::dictionary`):
+    /// its decoder is analysed instead of an input embedding.
+    #[serde(default)]
+    pub dictionary: Option<crate::read::dictionary::Dictionary>,
     /// Tensors whose bytes are in another file, still to be placed by [`set`] (ONNX external
     /// data); empty once a set is read.
     #[serde(default)]

@@ -31,6 +31,7 @@ use super::{
     gguf, mlx, npy, read_model, sniff, zip, EmbeddingHint, FormatError, ModelInfo, ShapeHints, SkippedTensor,
     TensorInfo,
 };
+use crate::read::dictionary::{features_view, recognise, Dictionary, DictionaryConfig};
 use crate::read::source::{base_name, ByteSource, MAX_JSON_BYTES};
 use crate::read::vocab;
 
@@ -54,6 +55,10 @@ const NOT_INDEX_JSON: &[&str] = &[
     "chat_template.json",
     "params.json",
 ];
+
+/// The config files sparse autoencoders are saved with: SAELens's and sparsify's `cfg.json`,
+/// Llama Scope's `hyperparams.json`.
+const DICTIONARY_CONFIGS: &[&str] = &["cfg.json", "hyperparams.json"];
 
 /// Extensions that mark a file as a model even if its first bytes are wrong, so a broken model
 /// file reports its own error instead of being ignored.
@@ -113,6 +118,14 @@ pub struct ModelSet {
     /// of a local path), for display in place of a generic file name such as `model.safetensors`.
     #[serde(default)]
     pub name: Option<String>,
+    /// Every source's name as given (a full path natively, a relative path or a file name in a
+    /// browser), by source index: a dictionary's layer and hook are in its folders' names.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// The sparse-autoencoder dictionary the files are, when they are one (`read::dictionary`);
+    /// its decoder, when stored with features in columns, is listed as its transposed view.
+    #[serde(default)]
+    pub dictionary: Option<Dictionary>,
 }
 
 impl ModelSet {
@@ -131,6 +144,7 @@ impl ModelSet {
             hints: self.hints,
             embedding_hint: self.embedding_hint.clone(),
             skipped: self.skipped.clone(),
+            dictionary: self.dictionary.clone(),
             external: Vec::new(),
             ..ModelInfo::default()
         }
@@ -157,6 +171,8 @@ enum Role {
     Index(BTreeMap<String, String>),
     /// A `config.json`.
     Config,
+    /// A sparse autoencoder's own config (`cfg.json`, `hyperparams.json`).
+    DictionaryConfig,
     /// A JSON file that is neither: tokenizer, generation config, an unusable index …
     OtherJson,
     /// Anything else: a model file or a non-model file, told apart later by name and first bytes.
@@ -196,6 +212,7 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
     let mut set = ModelSet { files: files.clone(), index, ..ModelSet::default() };
     let mut config = ConfigHints::default();
     let mut have_config = false;
+    let mut dictionary_config = None;
     for (i, role) in roles.iter().enumerate() {
         let (Some(&source), Some(name)) = (sources.get(i), files.get(i)) else {
             continue;
@@ -207,13 +224,22 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
                 config = read_config(source, name)?;
             }
             Role::Index(_) if Some(i) == index => {}
+            Role::DictionaryConfig if dictionary_config.is_none() => {
+                let bytes = read_json(source, name)?;
+                let value: Value = serde_json::from_slice(&bytes).map_err(|e| FormatError::InvalidConfig {
+                    file: name.clone(),
+                    reason: format!("invalid JSON: {e}"),
+                })?;
+                dictionary_config = DictionaryConfig::from_json(name, &value);
+                set.ignored.push(name.clone());
+            }
             Role::OtherJson if name.eq_ignore_ascii_case(vocab::TOKENIZER_FILE) => {
                 // Only its size is taken here, and a tokenizer that does not parse is no hint.
                 set.hints.tokenizer_tokens =
                     vocab::read_tokenizer_json(source).ok().map(|tokens| tokens.len() as u64).filter(|&n| n > 0);
                 set.ignored.push(name.clone());
             }
-            Role::Config | Role::Index(_) | Role::OtherJson => set.ignored.push(name.clone()),
+            Role::Config | Role::DictionaryConfig | Role::Index(_) | Role::OtherJson => set.ignored.push(name.clone()),
             Role::Candidate => {}
         }
     }
@@ -250,6 +276,18 @@ pub fn read_model_set(sources: &[&dyn ByteSource]) -> Result<ModelSet, FormatErr
         None => set.missing.iter().filter(|m| !set.weight_map.values().any(|v| v == *m)).count(),
     };
     set.format = display_format(&infos, &files, missing_shards)?;
+    set.paths = sources.iter().map(|s| s.name().to_string()).collect();
+    set.dictionary = recognise(&set.tensors, dictionary_config.as_ref(), &set.paths);
+    // A decoder that keeps its features in columns is read by columns (`Layout::Transposed`).
+    // One whose values are not one per element (block-quantised) has no columns to read: it is
+    // then not offered as a dictionary at all, rather than measured along the wrong axis.
+    if let Some(decoder) = set.dictionary.as_ref().filter(|d| d.columns_are_features).map(|d| d.decoder.clone()) {
+        let stored = set.tensors.iter_mut().find(|t| t.name == decoder);
+        match stored.and_then(|t| Some((features_view(t)?, t))) {
+            Some((view, t)) => *t = view,
+            None => set.dictionary = None,
+        }
+    }
     Ok(set)
 }
 
@@ -261,6 +299,9 @@ fn role_of(source: &dyn ByteSource, name: &str) -> Result<Role, FormatError> {
     }
     if lower == "config.json" {
         return Ok(Role::Config);
+    }
+    if DICTIONARY_CONFIGS.contains(&lower.as_str()) {
+        return Ok(Role::DictionaryConfig);
     }
     if lower.ends_with(".index.json") {
         // Named as an index, so it must parse as one. Indexes of pickled `.bin` shards
