@@ -62,14 +62,10 @@ impl UntrainedRule {
         match self {
             UntrainedRule::PastVocabulary => "rows past the tokenizer's last token",
             UntrainedRule::UnusedToken => "tokens the tokenizer names unused or reserved",
-<<<<<<< HEAD
             UntrainedRule::Suspected => {
                 "suspected from the weights alone: rows pointing where the unused rows point (or, in an untied input embedding, as short as they are)"
             }
-=======
-            UntrainedRule::Suspected => "suspected: rows whose direction matches the unused rows'",
             UntrainedRule::DeadLatent => "latents below the firing-density threshold (never fired, by default)",
->>>>>>> h-40
         }
     }
 }
