@@ -246,8 +246,17 @@ impl Job {
             None => None,
         };
         let name = set.name.clone();
-        let job =
-            Job { embedding, unembedding, tied, stopped: false, matrix, unembedding_matrix, name, checkpoints, dictionary };
+        let job = Job {
+            embedding,
+            unembedding,
+            tied,
+            stopped: false,
+            matrix,
+            unembedding_matrix,
+            name,
+            checkpoints,
+            dictionary,
+        };
         Ok((job, opened))
     }
 
