@@ -3,72 +3,29 @@
 //! rows kept and against the f64 all-pairs definition; the sample's pairs kept apart; every
 //! choice of rules; estimates; the permalink; the unembedding.
 
-use std::rc::Rc;
-
-use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::fixtures::oracle::AllPairs;
+use orthoscope::fixtures::setup::run_job;
+use orthoscope::fixtures::synth::{bert_like, safetensors_bytes, Normal, TensorSpec};
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::format::DType;
-use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::result::permalink;
 use orthoscope::result::report::{histogram_csv, Report};
 use orthoscope::run::analysis::AnalysisConfig;
-use orthoscope::run::job::Job;
 
 const TENSOR: &str = "model.embed_tokens.weight";
 
-/// A BERT-like matrix: trained rows, and at `unused` rows small vectors close to one shared
-/// direction (what training leaves of rows it never reached), with the tokenizer that names them.
-fn bert_like(rows: usize, dim: usize, vocab: usize, unused: &[usize], seed: u64) -> (Vec<f32>, String) {
-    let mut values = trained_like(rows, dim, seed);
-    let mut n = Normal::new(seed ^ 0x756e);
-    let shared: Vec<f64> = (0..dim).map(|_| n.sample()).collect();
-    for r in unused.iter().copied().chain(vocab..rows) {
-        for (c, v) in values[r * dim..(r + 1) * dim].iter_mut().enumerate() {
-            *v = (0.3 * shared[c] + 0.02 * n.sample()) as f32;
-        }
-    }
-    let tokens: serde_json::Map<String, serde_json::Value> = (0..vocab)
-        .map(|i| {
-            (if unused.contains(&i) { format!("[unused{i}]") } else { format!("w{i}") }, serde_json::Value::from(i))
-        })
-        .collect();
-    let tokenizer = serde_json::json!({ "model": { "type": "WordPiece", "vocab": tokens }, "added_tokens": [] });
-    (values, tokenizer.to_string())
-}
-
 fn report_of(files: Vec<(&str, Vec<u8>)>, config: AnalysisConfig) -> Report {
-    let sources: Vec<Rc<dyn ByteSource>> =
-        files.into_iter().map(|(n, b)| Rc::new(SliceSource::new(n, b)) as Rc<dyn ByteSource>).collect();
-    let (job, _) = Job::open(sources, None, config).expect("job opens");
-    job.run().expect("job runs").report(0.0).expect("report")
+    run_job(files, None, config).expect("job runs").report(0.0).expect("report")
 }
 
 fn f64_config() -> AnalysisConfig {
     AnalysisConfig { precision: Precision::F64, ..AnalysisConfig::default() }
 }
 
-/// The paper's definition over the rows not in `aside`, in f64 by brute force: (rows, μ, σ).
+/// The paper's definition over the rows `keep` keeps, in f64 by brute force: (rows, μ, σ).
 fn all_pairs(values: &[f32], dim: usize, keep: impl Fn(usize) -> bool) -> (u64, f64, f64) {
-    let units: Vec<Vec<f64>> = values
-        .chunks_exact(dim)
-        .enumerate()
-        .filter(|(r, _)| keep(*r))
-        .filter_map(|(_, row)| {
-            let norm = row.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
-            (norm > 0.0 && row.iter().all(|x| x.is_finite())).then(|| row.iter().map(|&x| x as f64 / norm).collect())
-        })
-        .collect();
-    let (mut s, mut s2, mut n) = (0.0, 0.0, 0u64);
-    for i in 0..units.len() {
-        for j in i + 1..units.len() {
-            let c: f64 = units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum();
-            s += c;
-            s2 += c * c;
-            n += 1;
-        }
-    }
-    let mu = s / n as f64;
-    (units.len() as u64, mu, (s2 / n as f64 - mu * mu).max(0.0).sqrt())
+    let a = AllPairs::of_kept(values, dim, keep);
+    (a.kept, a.mu, a.sigma)
 }
 
 /// The kept rows alone, as their own file: what a fresh pass over them gives.
