@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use orthoscope::fixtures::corpus::{corpus, CorpusCase, Expect};
+use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::read::format::sniff::ForeignKind;
 use orthoscope::read::format::FormatError;
 use orthoscope::read::locate::LocateError;
@@ -155,28 +156,10 @@ fn analyse(files: &[(String, Vec<u8>)]) -> Outcome {
     job.run()?.report_with_geometry(0.0)
 }
 
-/// μ, σ over all pairs of the finite non-zero rows, in f64, one pair at a time.
+/// Rows kept, μ, σ of the first `rows` rows by the f64 all-pairs definition.
 fn oracle(rows: usize, dim: usize, values: &[f32]) -> (u64, f64, f64) {
-    let units: Vec<Vec<f64>> = values
-        .chunks_exact(dim)
-        .take(rows)
-        .filter(|r| r.iter().all(|x| x.is_finite()))
-        .map(|r| r.iter().map(|&x| x as f64).collect::<Vec<f64>>())
-        .filter_map(|r| {
-            let n = r.iter().map(|x| x * x).sum::<f64>().sqrt();
-            (n > 0.0).then(|| r.iter().map(|x| x / n).collect())
-        })
-        .collect();
-    let mut cos = Vec::new();
-    for i in 0..units.len() {
-        for j in i + 1..units.len() {
-            cos.push(units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum::<f64>());
-        }
-    }
-    let n = cos.len() as f64;
-    let mu = cos.iter().sum::<f64>() / n;
-    let var = cos.iter().map(|c| (c - mu) * (c - mu)).sum::<f64>() / n;
-    (units.len() as u64, mu, var.sqrt())
+    let a = AllPairs::of_kept(values, dim, |r| r < rows);
+    (a.kept, a.mu, a.sigma)
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! These are the f64 path's tests (`precision = f64`, forced in [`analysis`]): 1e-9 is beyond the f32
 //! kernel, whose targets are checked in `tests/f32_kernel.rs`.
 
+use orthoscope::fixtures::oracle::{all_cosines, AllPairs};
 use orthoscope::fixtures::synth::{class1_like, random_init, safetensors_bytes, trained_like, Normal, TensorSpec};
 use orthoscope::pass::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
 use orthoscope::pass::stats::GramMoments;
@@ -40,41 +41,18 @@ struct Reference {
 }
 
 fn reference(values: &[f32], rows: usize, dim: usize) -> Reference {
-    let (mut zero, mut nonfinite) = (0u64, 0u64);
-    let mut units: Vec<Vec<f64>> = Vec::new();
-    for r in 0..rows {
-        let row = &values[r * dim..(r + 1) * dim];
-        if row.iter().any(|x| !x.is_finite()) {
-            nonfinite += 1;
-            continue;
-        }
-        let norm = row.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
-        if norm == 0.0 {
-            zero += 1;
-            continue;
-        }
-        units.push(row.iter().map(|&x| x as f64 / norm).collect());
-    }
-    let mut cosines = Vec::new();
-    for i in 0..units.len() {
-        for j in i + 1..units.len() {
-            cosines.push(units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum::<f64>());
-        }
-    }
-    let n = cosines.len() as f64;
-    let mu = cosines.iter().sum::<f64>() / n;
-    // Two passes, so the reference σ does not suffer the cancellation of E[c²] − μ².
-    let sigma = (cosines.iter().map(|c| (c - mu) * (c - mu)).sum::<f64>() / n).sqrt();
+    let values = &values[..rows * dim];
+    let a = AllPairs::of(values, dim);
     Reference {
-        kept: units.len() as u64,
-        zero,
-        nonfinite,
-        pairs: cosines.len() as u64,
-        mu,
-        sigma,
-        epsilon: mu + 2.0 * sigma,
-        epsilon_3sigma: mu + 3.0 * sigma,
-        cosines,
+        kept: a.kept,
+        zero: a.zero,
+        nonfinite: a.nonfinite,
+        pairs: a.pairs,
+        mu: a.mu,
+        sigma: a.sigma,
+        epsilon: a.epsilon,
+        epsilon_3sigma: a.epsilon_3sigma,
+        cosines: all_cosines(values, dim, |_| true),
     }
 }
 

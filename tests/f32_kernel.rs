@@ -4,6 +4,7 @@
 //! Also: the analysis picks f64 where σ is inside the f32 noise and says so in the report, and
 //! `precision = f64` still meets the old 1e-9.
 
+use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
 use orthoscope::pass::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
 use orthoscope::pass::stats::GramMoments;
@@ -17,27 +18,10 @@ use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 const EPSILON_TOL: f64 = 1e-7;
 const SIGMA_REL_TOL: f64 = 1e-6;
 
-/// μ, σ (population, two passes) and ε over all pairs i < j of the rows' f64 unit vectors; zero and
-/// non-finite rows dropped.
+/// μ, σ and ε by the f64 all-pairs definition (zero and non-finite rows dropped).
 fn all_pairs(values: &[f32], dim: usize) -> (f64, f64, f64) {
-    let units: Vec<Vec<f64>> = values
-        .chunks_exact(dim)
-        .filter(|r| r.iter().all(|x| x.is_finite()))
-        .filter_map(|r| {
-            let norm = r.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
-            (norm > 0.0).then(|| r.iter().map(|&x| x as f64 / norm).collect())
-        })
-        .collect();
-    let mut cos = Vec::new();
-    for i in 0..units.len() {
-        for j in i + 1..units.len() {
-            cos.push(units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum::<f64>());
-        }
-    }
-    let n = cos.len() as f64;
-    let mu = cos.iter().sum::<f64>() / n;
-    let sigma = (cos.iter().map(|c| (c - mu).powi(2)).sum::<f64>() / n).sqrt();
-    (mu, sigma, mu + 2.0 * sigma)
+    let a = AllPairs::of(values, dim);
+    (a.mu, a.sigma, a.epsilon)
 }
 
 /// Rows sharing a common direction with weight `common` (μ ≈ common²/(common² + 1) for large d),

@@ -4,16 +4,15 @@
 //! layouts in ggml's `ggml-common.h` (one formula per element, no shared code with
 //! `src/read/format/ggml.rs`), and the decoders must agree with them bit for bit.
 
-use std::cell::Cell;
-
 use half::f16;
+use orthoscope::fixtures::recording::{bytes_read, Recording};
 use orthoscope::fixtures::synth;
 use orthoscope::fixtures::writers::{gguf_bytes, npy_bytes, quantize, GgufTensor, GgufWriter, QUANT_TYPES};
 use orthoscope::read::format::decode::{decode_rows, DecodeError};
 use orthoscope::read::format::gguf::{self, read_gguf, GgufType, GgufValue, MAX_KEPT_ARRAY};
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::{npy, read_model, safetensors, DType, FormatError};
-use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
+use orthoscope::read::source::{ByteSource, SliceSource};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -310,24 +309,6 @@ fn quantise_refuses_partial_blocks_and_non_float_types() {
 // ---------------------------------------------------------------------------------------------
 // GGUF
 
-/// Counts the bytes read, to prove the header is read lazily.
-struct Counting {
-    inner: SliceSource,
-    read: Cell<u64>,
-}
-impl ByteSource for Counting {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-        self.read.set(self.read.get() + buf.len() as u64);
-        self.inner.read_at(offset, buf)
-    }
-}
-
 fn every_value_type() -> Vec<(&'static str, GgufValue)> {
     use GgufValue::*;
     vec![
@@ -490,10 +471,11 @@ fn gguf_header_is_read_lazily() {
     let data = vec![0u8; 4 << 20];
     let t = GgufTensor::new("token_embd.weight", DType::F32, &[1024, 1024], data);
     let bytes = gguf_bytes(3, &[t], &[("tokenizer.ggml.tokens", tokens_value(&vocab(1024)))]);
-    let src = Counting { inner: SliceSource::new("big.gguf", bytes), read: Cell::new(0) };
+    let src = Recording::new(SliceSource::new("big.gguf", bytes));
     let info = read_model(&src, 0).unwrap();
     assert_eq!(info.vocab_size, Some(1024));
-    assert!(src.read.get() < (1 << 20) + 64, "read {} bytes", src.read.get());
+    let read = bytes_read(&src.reads());
+    assert!(read < (1 << 20) + 64, "read {read} bytes");
 }
 
 #[test]

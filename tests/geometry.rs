@@ -7,6 +7,7 @@
 use std::rc::Rc;
 
 use orthoscope::explain::geometry::{Geometry, GeometryTiming, TOP_MEAN_DIMENSIONS};
+use orthoscope::fixtures::oracle;
 use orthoscope::fixtures::synth::{class1_like, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
@@ -44,14 +45,7 @@ fn run(values: &[f32], rows: usize, dim: usize) -> (Report, Geometry) {
 
 /// The unit rows in f64 (zero and non-finite rows dropped, `docs/method.md` §1).
 fn unit_rows(values: &[f32], rows: usize, dim: usize) -> Vec<Vec<f64>> {
-    (0..rows)
-        .map(|r| &values[r * dim..(r + 1) * dim])
-        .filter(|row| row.iter().all(|x| x.is_finite()))
-        .filter_map(|row| {
-            let norm = row.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
-            (norm > 0.0).then(|| row.iter().map(|&x| x as f64 / norm).collect())
-        })
-        .collect()
+    oracle::unit_rows(&values[..rows * dim], dim, |_| true).0
 }
 
 struct Reference {
@@ -78,17 +72,11 @@ fn reference(values: &[f32], rows: usize, dim: usize) -> Reference {
     let contributions = (0..dim).map(|k| (s[k] * s[k] - g[(k, k)]) / (v * (v - 1.0))).collect();
     let mut eigenvalues: Vec<f64> = (g / v).symmetric_eigenvalues().iter().copied().collect();
     eigenvalues.sort_by(|a, b| b.total_cmp(a));
-    let mut sum = 0.0;
-    for i in 0..units.len() {
-        for j in i + 1..units.len() {
-            sum += units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum::<f64>();
-        }
-    }
     Reference {
         eigenvalues,
         contributions,
         mean_vector_norm: s.iter().map(|x| x * x).sum::<f64>().sqrt() / v,
-        mu: sum / (v * (v - 1.0) / 2.0),
+        mu: oracle::AllPairs::of(&values[..rows * dim], dim).mu,
     }
 }
 

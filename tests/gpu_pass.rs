@@ -14,6 +14,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use half::{bf16, f16};
+use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
 use orthoscope::pass::gpu::gram::{GpuGram, GramOptions};
 use orthoscope::pass::gpu::{block_on, GpuChoice, GpuContext, GpuError};
@@ -43,39 +44,10 @@ fn context() -> Option<Rc<GpuContext>> {
     }
 }
 
-/// μ, σ, ε over all pairs of the rows' f64 unit vectors, and the (kept, zero, non-finite) counts.
+/// μ, σ, ε by the f64 all-pairs definition, and the (kept, zero, non-finite) counts.
 fn all_pairs(values: &[f32], dim: usize) -> ((f64, f64, f64), (u64, u64, u64)) {
-    let mut counts = (0, 0, 0);
-    let mut units: Vec<Vec<f64>> = Vec::new();
-    for r in values.chunks_exact(dim) {
-        if !r.iter().all(|x| x.is_finite()) {
-            counts.2 += 1;
-            continue;
-        }
-        let norm = r.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
-        if norm == 0.0 {
-            counts.1 += 1;
-            continue;
-        }
-        counts.0 += 1;
-        units.push(r.iter().map(|&x| x as f64 / norm).collect());
-    }
-    let (mut n, mut s1) = (0f64, 0f64);
-    for i in 0..units.len() {
-        for j in i + 1..units.len() {
-            s1 += units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum::<f64>();
-            n += 1.0;
-        }
-    }
-    let mu = s1 / n;
-    let mut s2 = 0f64;
-    for i in 0..units.len() {
-        for j in i + 1..units.len() {
-            s2 += (units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum::<f64>() - mu).powi(2);
-        }
-    }
-    let sigma = (s2 / n).sqrt();
-    ((mu, sigma, mu + 2.0 * sigma), counts)
+    let a = AllPairs::of(values, dim);
+    ((a.mu, a.sigma, a.epsilon), (a.kept, a.zero, a.nonfinite))
 }
 
 fn gaussian(rows: usize, dim: usize, seed: u64) -> Vec<f32> {

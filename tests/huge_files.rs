@@ -5,15 +5,14 @@
 //! touches only the header and the embedding's bytes, and prints the CLI's wall time and peak RSS
 //! (asserting only a generous bound: timings are never asserted).
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::rc::Rc;
 use std::time::Instant;
 
+use orthoscope::fixtures::recording::{bytes_read, Recording};
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::locate::choose_in_set;
-use orthoscope::read::source::{ByteSource, FileSource, ReadError};
+use orthoscope::read::source::{ByteSource, FileSource};
 use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use serde_json::Value;
 
@@ -107,25 +106,6 @@ fn f(report: &Value, key: &str) -> f64 {
     report[key].as_f64().unwrap_or_else(|| panic!("report.{key} missing: {report}"))
 }
 
-/// A file source that records the ranges read from it.
-struct Recording {
-    inner: FileSource,
-    reads: Rc<RefCell<Vec<(u64, u64)>>>,
-}
-
-impl ByteSource for Recording {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-        self.reads.borrow_mut().push((offset, offset + buf.len() as u64));
-        self.inner.read_at(offset, buf)
-    }
-}
-
 #[test]
 fn five_gib_sparse_shard_with_the_embedding_past_4_gib() {
     let dir = TempDir::new("huge");
@@ -165,8 +145,8 @@ fn five_gib_sparse_shard_with_the_embedding_past_4_gib() {
     };
 
     // Only the header and the embedding's bytes are ever read (the library path the CLI takes).
-    let reads = Rc::new(RefCell::new(Vec::new()));
-    let recording = Recording { inner: FileSource::open(&huge).expect("open"), reads: reads.clone() };
+    let recording = Recording::new(FileSource::open(&huge).expect("open"));
+    let reads = recording.reads();
     let refs: [&dyn ByteSource; 1] = [&recording];
     let set = read_model_set(&refs).expect("header reads");
     let (info, reason) = choose_in_set(&set, None).expect("embedding chosen");
@@ -178,8 +158,8 @@ fn five_gib_sparse_shard_with_the_embedding_past_4_gib() {
         .expect("analysis runs")
         .report(0.0)
         .expect("report");
-    let reads = reads.borrow();
-    let total: u64 = reads.iter().map(|(a, b)| b - a).sum();
+    let total = bytes_read(&reads);
+    let reads: Vec<(u64, u64)> = reads.borrow().iter().map(|r| (r.start, r.end)).collect();
     for &(a, b) in reads.iter() {
         let in_header = b <= header_end;
         let in_embedding = a >= info.byte_range.0 && b <= info.byte_range.1;

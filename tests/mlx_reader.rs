@@ -5,6 +5,7 @@
 use std::rc::Rc;
 
 use orthoscope::fixtures::mlx_writer::{self, Quantised};
+use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::demo::{generate, safetensors_bytes};
 use orthoscope::read::format::mlx::ScaleType;
@@ -24,27 +25,10 @@ fn report(files: &[(String, Vec<u8>)]) -> Report {
     job.run().expect("runs").report(0.0).expect("reports")
 }
 
-/// μ, σ over all pairs of the non-zero finite rows, one pair at a time in f64.
+/// μ, σ by the f64 all-pairs definition.
 fn oracle(values: &[f32], dim: usize) -> (f64, f64) {
-    let units: Vec<Vec<f64>> = values
-        .chunks_exact(dim)
-        .filter(|r| r.iter().all(|x| x.is_finite()))
-        .filter_map(|r| {
-            let n = r.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
-            (n > 0.0).then(|| r.iter().map(|&x| x as f64 / n).collect())
-        })
-        .collect();
-    let (mut sum, mut sq, mut n) = (0.0, 0.0, 0.0);
-    for i in 0..units.len() {
-        for j in i + 1..units.len() {
-            let c: f64 = units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum();
-            sum += c;
-            sq += c * c;
-            n += 1.0;
-        }
-    }
-    let mu = sum / n;
-    (mu, (sq / n - mu * mu).max(0.0).sqrt())
+    let a = AllPairs::of(values, dim);
+    (a.mu, a.sigma)
 }
 
 #[test]

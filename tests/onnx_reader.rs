@@ -4,16 +4,16 @@
 //! ε of the exact f64 pass against numpy's all-pairs cosines of the dequantised matrix; refusals
 //! that name what is wrong; and opening reads only the header.
 
-use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::Command;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
+use orthoscope::fixtures::recording::{bytes_read, Recording};
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::{read_model, DType, FormatError};
-use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
+use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 use serde_json::Value;
@@ -221,33 +221,15 @@ fn mutated_onnx_files_are_errors_or_tensors_inside_the_file() {
     }
 }
 
-/// A source that counts the bytes read from it.
-struct Recording {
-    inner: SliceSource,
-    read: Rc<Cell<u64>>,
-}
-
-impl ByteSource for Recording {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-        self.read.set(self.read.get() + buf.len() as u64);
-        self.inner.read_at(offset, buf)
-    }
-}
-
 #[test]
 fn opening_reads_only_the_header() {
     let raw = case("big")["raw_bytes"].as_u64().unwrap();
-    let read = Rc::new(Cell::new(0));
-    let source = Recording { inner: SliceSource::new("big.onnx", bytes("big.onnx")), read: Rc::clone(&read) };
+    let source = Recording::new(SliceSource::new("big.onnx", bytes("big.onnx")));
+    let reads = source.reads();
     let sources: Vec<Rc<dyn ByteSource>> = vec![Rc::new(source)];
     let (job, opened) = Job::open(sources, None, exact()).unwrap();
     let _ = opened;
-    assert!(read.get() < raw / 16, "{} bytes read to open a model of {raw} bytes of raw_data", read.get());
+    let read = bytes_read(&reads);
+    assert!(read < raw / 16, "{read} bytes read to open a model of {raw} bytes of raw_data");
     drop(job);
 }

@@ -2,38 +2,17 @@
 //! the embedding's rows and nothing else (every byte read over HTTP is downloaded), while the
 //! embedding's statistics stay those of the ordinary job.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
+use orthoscope::fixtures::recording::Recording;
 use orthoscope::fixtures::synth::{random_init, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::read::format::DType;
-use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
+use orthoscope::read::source::SliceSource;
 use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::{Job, JobOptions};
 use orthoscope::Report;
 
 const EMBED: &str = "model.embed_tokens.weight";
-
-type Reads = Rc<RefCell<Vec<(u64, u64)>>>;
-
-/// A source that records the byte ranges read from it.
-struct Counting {
-    inner: SliceSource,
-    reads: Reads,
-}
-
-impl ByteSource for Counting {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-        self.reads.borrow_mut().push((offset, offset + buf.len() as u64));
-        self.inner.read_at(offset, buf)
-    }
-}
 
 /// A large tensor before the embedding, then the embedding, then `output` (if given).
 fn model(output: Option<(usize, usize, u64)>) -> Vec<u8> {
@@ -49,12 +28,12 @@ fn model(output: Option<(usize, usize, u64)>) -> Vec<u8> {
 }
 
 fn run(bytes: Vec<u8>, options: JobOptions) -> (Report, Vec<(u64, u64)>) {
-    let reads: Reads = Rc::default();
-    let source = Counting { inner: SliceSource::new("model.safetensors", bytes), reads: reads.clone() };
+    let source = Recording::new(SliceSource::new("model.safetensors", bytes));
+    let reads = source.reads();
     let (job, _) = Job::open_with(vec![Rc::new(source)], None, AnalysisConfig::default(), options)
         .unwrap_or_else(|e| panic!("open: {e}"));
     let report = job.run().and_then(|j| j.report(0.0)).unwrap_or_else(|e| panic!("run: {e}"));
-    let reads = reads.borrow().clone();
+    let reads = reads.borrow().iter().map(|r| (r.start, r.end)).collect();
     (report, reads)
 }
 

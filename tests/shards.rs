@@ -5,16 +5,14 @@
 // FormatError is large by design (errors end a read; see src/read/format/gguf.rs).
 #![allow(clippy::result_large_err)]
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
+use orthoscope::fixtures::recording::{Reads, Recording};
 use orthoscope::fixtures::synth::{self, safetensors_bytes, TensorSpec};
 use orthoscope::fixtures::writers::gguf_model;
 use orthoscope::read::format::set::{read_model_set, ModelSet};
 use orthoscope::read::format::sniff::ForeignKind;
 use orthoscope::read::format::{DType, FormatError};
 use orthoscope::read::locate::{choose_in_set, LocateError};
-use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
+use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::Report;
 
@@ -26,27 +24,6 @@ fn shard(k: usize, n: usize) -> String {
 }
 
 /// Every range read from a source, shared with the test after the source is handed on.
-type Reads = Rc<RefCell<Vec<(u64, u64)>>>;
-
-/// A source that records the byte ranges read from it.
-struct Counting {
-    inner: SliceSource,
-    reads: Reads,
-}
-
-impl ByteSource for Counting {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-        self.reads.borrow_mut().push((offset, offset + buf.len() as u64));
-        self.inner.read_at(offset, buf)
-    }
-}
-
 fn sources(files: &[(String, Vec<u8>)]) -> Vec<SliceSource> {
     files.iter().map(|(n, b)| SliceSource::new(n.clone(), b.clone())).collect()
 }
@@ -98,12 +75,9 @@ fn index_locates_the_embedding_shard_and_only_headers_of_named_shards_are_read()
     files.push(("model-00001-of-00004.safetensors".into(), safetensors_bytes(&[stray])));
     files.push(("README.md".into(), b"# a model card".to_vec()));
     // Paths, as the CLI gives them: matched by base name.
-    let reads: Vec<Reads> = files.iter().map(|_| Reads::default()).collect();
-    let counting: Vec<Counting> = files
-        .iter()
-        .zip(&reads)
-        .map(|((n, b), r)| Counting { inner: SliceSource::new(format!("folder/sub/{n}"), b.clone()), reads: r.clone() })
-        .collect();
+    let counting: Vec<Recording<SliceSource>> =
+        files.iter().map(|(n, b)| Recording::new(SliceSource::new(format!("folder/sub/{n}"), b.clone()))).collect();
+    let reads: Vec<Reads> = counting.iter().map(Recording::reads).collect();
     let refs: Vec<&dyn ByteSource> = counting.iter().map(|s| s as &dyn ByteSource).collect();
     let set = read_model_set(&refs).expect("set reads");
 
@@ -129,7 +103,7 @@ fn index_locates_the_embedding_shard_and_only_headers_of_named_shards_are_read()
         if name.ends_with(".safetensors") && k != pos("model-00001-of-00004.safetensors") {
             let end = header_end(bytes);
             assert!(!got.is_empty(), "{name} not read");
-            assert!(got.iter().all(|&(_, e)| e <= end), "{name}: read past its header (ends at {end}): {got:?}");
+            assert!(got.iter().all(|r| r.end <= end), "{name}: read past its header (ends at {end}): {got:?}");
         } else if name == INDEX || name == "config.json" {
             assert!(!got.is_empty(), "{name} not read");
         } else {

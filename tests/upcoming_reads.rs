@@ -3,55 +3,32 @@
 //! and a pass stopped early; and blocks whose bytes are all zero are counted as zero rows without
 //! being decoded, with the same result as decoding them.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
+use orthoscope::fixtures::recording::{Reads, Recording};
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::pass::kernel::Precision;
 use orthoscope::pass::shares::Share;
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
-use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
+use orthoscope::read::source::SliceSource;
 use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin, Phase};
 use orthoscope::run::error::Error;
 
 /// Each read's (offset, length), in order.
-type Log = Rc<RefCell<Vec<(u64, u64)>>>;
-
-/// A source that logs each read.
-struct Recording {
-    inner: SliceSource,
-    log: Log,
-}
-
-impl ByteSource for Recording {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-        self.log.borrow_mut().push((offset, buf.len() as u64));
-        self.inner.read_at(offset, buf)
-    }
-}
-
-fn analysis(values: &[f32], dim: usize, dtype: DType, config: AnalysisConfig) -> (Analysis, Log) {
+fn analysis(values: &[f32], dim: usize, dtype: DType, config: AnalysisConfig) -> (Analysis, Reads) {
     let rows = values.len() / dim;
     let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", dtype, rows, dim, values)]);
     let source = SliceSource::new("generated.safetensors", bytes);
     let model = read_model(&source, 0).expect("generated file parses");
     let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
     let origin = Origin { file: "generated.safetensors".into(), tensor_reason: reason, ..Origin::default() };
-    let log = Rc::new(RefCell::new(Vec::new()));
-    let recording = Recording { inner: source, log: log.clone() };
+    let recording = Recording::new(source);
+    let log = recording.reads();
     (Analysis::new(Box::new(recording), tensor, origin, config).expect("analysis set up"), log)
 }
 
 /// Steps `a` to the end; before each step, the reads it makes must be the first of those
 /// `upcoming_reads` listed, and a short list must be a prefix of a long one. Returns every read.
-fn step_checking(mut a: Analysis, log: &RefCell<Vec<(u64, u64)>>) -> Vec<(u64, u64)> {
+fn step_checking(mut a: Analysis, log: &Reads) -> Vec<(u64, u64)> {
     let first = a.upcoming_reads(usize::MAX);
     let mut all = Vec::new();
     while a.phase() != Phase::Done {
@@ -59,7 +36,8 @@ fn step_checking(mut a: Analysis, log: &RefCell<Vec<(u64, u64)>>) -> Vec<(u64, u
         assert_eq!(a.upcoming_reads(3), listed.iter().copied().take(3).collect::<Vec<_>>());
         log.borrow_mut().clear();
         a.step().expect("step");
-        let made = log.borrow().clone();
+        // As the listing gives them: (offset, length).
+        let made: Vec<(u64, u64)> = log.borrow().iter().map(|r| (r.start, r.end - r.start)).collect();
         assert!(made.len() <= listed.len(), "{} reads made, {} listed", made.len(), listed.len());
         assert_eq!(made, listed[..made.len()], "a step read what was listed next, in order");
         all.extend(made);
