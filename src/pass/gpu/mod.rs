@@ -23,6 +23,8 @@ pub use info::{GpuChoice, GpuError, GpuInfo};
 pub mod exact;
 #[cfg(feature = "gpu")]
 pub mod gram;
+#[cfg(feature = "gpu")]
+mod shape;
 
 #[cfg(feature = "gpu")]
 pub use context::*;
@@ -83,12 +85,12 @@ mod context {
         /// The compiled `gram.wgsl` pipelines, made by the first pass on this device (and the first
         /// of each kernel shape) and reused by the next ones: a software adapter (SwiftShader,
         /// lavapipe) takes seconds to compile them.
-        pipelines: std::cell::RefCell<super::gram::PipelineCache>,
+        pipelines: std::cell::RefCell<super::shape::PipelineCache>,
     }
 
     impl GpuContext {
         /// The pass's pipelines on this device with the `gram` kernel of `shape`, compiled once.
-        pub(crate) fn pipelines(&self, shape: super::gram::GramShape) -> super::gram::Pipelines {
+        pub(crate) fn pipelines(&self, shape: super::gram::GramShape) -> super::shape::Pipelines {
             self.pipelines.borrow_mut().get(&self.device, shape)
         }
 
