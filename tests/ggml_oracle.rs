@@ -159,7 +159,7 @@ fn an_embedding_of_every_type_gives_numpys_statistics_over_gguf_pys_rows() {
 #[test]
 fn the_committed_grids_are_what_the_generator_writes() {
     let dir = scratch("grids");
-    let out = dir.join("ggml_grids.rs");
+    let out = dir.join("ggml_grids");
     let status = Command::new(python())
         .arg("scripts/gen_ggml_grids.py")
         .arg("--out")
@@ -168,12 +168,22 @@ fn the_committed_grids_are_what_the_generator_writes() {
         .status()
         .expect("generator runs");
     assert!(status.success());
-    let generated = std::fs::read_to_string(&out).unwrap();
-    let committed = std::fs::read_to_string(Path::new(ROOT).join("src/read/format/ggml_grids.rs")).unwrap();
-    assert!(
-        generated == committed,
-        "src/read/format/ggml_grids.rs differs from scripts/gen_ggml_grids.py's output; regenerate it"
-    );
+    let committed_dir = Path::new(ROOT).join("src/read/format/ggml_grids");
+    let names = |d: &Path| {
+        let mut v: Vec<String> =
+            std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&out), names(&committed_dir), "the generator writes the committed files");
+    for name in names(&out) {
+        let generated = std::fs::read_to_string(out.join(&name)).unwrap();
+        let committed = std::fs::read_to_string(committed_dir.join(&name)).unwrap();
+        assert!(
+            generated == committed,
+            "src/read/format/ggml_grids/{name} differs from scripts/gen_ggml_grids.py's output; regenerate it"
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
