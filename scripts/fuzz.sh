@@ -13,7 +13,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index onnx torch config_json)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index onnx torch config_json sae_config)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
@@ -51,6 +51,12 @@ fi
 # The config.json target starts from a real-looking config (a Hub name, a vocabulary, MLX's quantisation).
 mkdir -p "$seeds/config_json"
 [ -f "$seeds/config_json/minimal" ] || printf '%s' '{"_name_or_path":"org/model","vocab_size":2,"hidden_size":4,"tie_word_embeddings":true,"quantization":{"bits":4,"group_size":64},"text_config":{"vocab_size":2}}' > "$seeds/config_json/minimal"
+# The SAE config target: a layout byte (0: SAELens, 1: sparsify, 2: Llama Scope, 3: a SAELens
+# decoder by columns), then a real-looking config of that layout.
+mkdir -p "$seeds/sae_config"
+[ -f "$seeds/sae_config/saelens" ] || printf '\x00%s' '{"d_in":4,"d_sae":8,"architecture":"jumprelu","metadata":{"hook_name":"blocks.3.hook_resid_post"}}' > "$seeds/sae_config/saelens"
+[ -f "$seeds/sae_config/sparsify" ] || printf '\x01%s' '{"d_in":4,"num_latents":8,"k":2,"expansion_factor":2}' > "$seeds/sae_config/sparsify"
+[ -f "$seeds/sae_config/llama_scope" ] || printf '\x02%s' '{"d_model":4,"d_sae":8,"hook_point_in":"blocks.3.hook_resid_post"}' > "$seeds/sae_config/llama_scope"
 
 cd fuzz
 mkdir -p logs

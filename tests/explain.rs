@@ -1,5 +1,5 @@
 //! Why ε is what it is, against brute force computed here: the top-K pairs of
-//! the histogram sample, the exact nearest neighbours of one row, and the centred statistics
+//! the histogram sample and its most opposed (antipodal) pairs, the exact nearest neighbours of one row, and the centred statistics
 //! against an explicit centred all-pairs loop; token strings from a GGUF vocabulary and a
 //! tokenizer.json.
 
@@ -9,7 +9,7 @@ use orthoscope::explain::centred::centred;
 use orthoscope::explain::neighbours::{nearest, NeighboursError};
 use orthoscope::fixtures::synth::{class1_like, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::fixtures::writers::gguf_model;
-use orthoscope::pass::stats::TOP_PAIRS;
+use orthoscope::pass::stats::{ANTIPODAL_PAIRS, TOP_PAIRS};
 use orthoscope::read::format::DType;
 use orthoscope::read::matrix::{MatrixError, Query};
 use orthoscope::read::source::{ByteSource, SliceSource};
@@ -73,6 +73,62 @@ fn top_pairs_of_the_sample_are_the_most_similar_pairs_by_brute_force() {
     assert!(report.top_pairs.last().unwrap().cosine >= all[TOP_PAIRS].0 - 1e-5);
     assert!(report.top_pairs.windows(2).all(|w| w[0].cosine >= w[1].cosine), "most similar first");
     assert!(report.top_pairs.iter().all(|p| p.a_token.is_none()), "no vocabulary, no strings");
+}
+
+#[test]
+fn planted_antipodal_rows_lead_the_most_opposed_pairs_with_cos_near_minus_one() {
+    // 700 rows < the histogram's 2048: every pair is in the sample. Two rows are planted as the
+    // negatives of others, scaled off unit length (decoder rows are not unit): u and −2.5u, v and
+    // −0.3v. At d = 128 random rows' cosines spread by ~0.09, so none other comes near −0.5.
+    let (rows, dim) = (700, 128);
+    let mut values = orthoscope::fixtures::synth::random_init(rows, dim, 8);
+    for (from, to, scale) in [(3usize, 40usize, -2.5f32), (123, 500, -0.3)] {
+        let source: Vec<f32> = values[from * dim..(from + 1) * dim].to_vec();
+        for (v, x) in values[to * dim..(to + 1) * dim].iter_mut().zip(source) {
+            *v = scale * x;
+        }
+    }
+    let job = safetensors_job(&values, rows, dim);
+    let report = job.report(0.0).expect("report");
+    let opposed = &report.antipodal_pairs;
+    assert_eq!(opposed.len(), ANTIPODAL_PAIRS);
+    let mut planted: Vec<(u64, u64)> = opposed[..2].iter().map(|p| (p.a, p.b)).collect();
+    planted.sort();
+    assert_eq!(planted, vec![(3, 40), (123, 500)], "the planted pairs come first");
+    assert!(opposed[..2].iter().all(|p| (p.cosine + 1.0).abs() < 1e-6), "{:?}", &opposed[..2]);
+    // The rest are the most opposed pairs of brute force, most opposed first.
+    let units = unit_rows(&values, rows, dim);
+    let mut all: Vec<(f64, u64, u64)> = Vec::new();
+    for i in 0..rows {
+        for j in i + 1..rows {
+            all.push((dot(units[i].as_ref().unwrap(), units[j].as_ref().unwrap()), i as u64, j as u64));
+        }
+    }
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    for (k, (p, want)) in opposed.iter().zip(&all).enumerate() {
+        assert!((p.cosine - want.0).abs() < 1e-5, "pair {k}: {} vs {}", p.cosine, want.0);
+        assert!(p.a < p.b);
+        let true_cos = dot(units[p.a as usize].as_ref().unwrap(), units[p.b as usize].as_ref().unwrap());
+        assert!((p.cosine - true_cos).abs() < 1e-5, "pair {k} names rows whose cosine is {true_cos}");
+    }
+    assert!(opposed.windows(2).all(|w| w[0].cosine <= w[1].cosine), "most opposed first");
+    assert!(opposed.last().unwrap().cosine <= all[ANTIPODAL_PAIRS].0 + 1e-5);
+    // The most similar pairs are untouched by the planted ones.
+    assert!(report.top_pairs.iter().all(|p| p.cosine > 0.0));
+    // The CLI's text names the most opposed pair, below −0.5.
+    let text = orthoscope::result::text::report(&report);
+    let line = text.lines().find(|l| l.starts_with("most opposed pair of the sample")).expect(&text);
+    assert!(line.contains("(cos -1.0000)") && line.contains("2 of the 20 most opposed below -0.5"), "{line}");
+    // Without a strongly opposed pair the line is left out.
+    let plain =
+        safetensors_job(&orthoscope::fixtures::synth::random_init(rows, dim, 8), rows, dim).report(0.0).unwrap();
+    assert!(plain.antipodal_pairs.first().is_some_and(|p| p.cosine > -0.5 && p.cosine < 0.0));
+    assert!(!orthoscope::result::text::report(&plain).contains("most opposed"));
+    // An old Report without the field still reads, with no opposed pairs.
+    let mut json = serde_json::to_value(&report).unwrap();
+    json.as_object_mut().unwrap().remove("antipodal_pairs");
+    let old: orthoscope::Report = serde_json::from_value(json).unwrap();
+    assert!(old.antipodal_pairs.is_empty());
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! Memory bounded by the work: peak heap allocation, counted by a global allocator,
 //! for inputs whose headers claim far more than their data; and the V×V route (`accumulate`) gives
-//! the same μ, σ and spectrum as the Gram route.
+//! the same μ, σ and spectrum as the Gram route. Sparse-autoencoder dictionaries at scale, from
+//! files whose values are computed as they are read (never written or held): a million features
+//! analysed exactly in O(d²) memory, and a decoder with features in its columns read by panels,
+//! giving the ε of the same matrix stored by rows.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -408,4 +411,210 @@ fn a_split_by_columns_holds_g_once() {
     assert!(absorb_peak < g / 32, "taking in a band allocated {absorb_peak} bytes, G is {g}");
     let report = lead.report(0.0).expect("reports");
     assert!(report.exact && report.rows_used == rows as u64);
+}
+
+/// A safetensors file of one F32 tensor whose values are computed from their index in the stored
+/// order as they are read: a dictionary of any size without the disk or RAM to hold it.
+struct Computed {
+    name: String,
+    header: Vec<u8>,
+    len: u64,
+    value: Box<dyn Fn(u64) -> f32>,
+}
+
+impl Computed {
+    fn source(name: &str, tensor: &str, shape: [u64; 2], value: impl Fn(u64) -> f32 + 'static) -> Rc<dyn ByteSource> {
+        let bytes = shape[0] * shape[1] * 4;
+        let mut json = format!(
+            "{{\"{tensor}\":{{\"dtype\":\"F32\",\"shape\":[{},{}],\"data_offsets\":[0,{bytes}]}}}}",
+            shape[0], shape[1]
+        );
+        while (json.len() + 8) % 8 != 0 {
+            json.push(' ');
+        }
+        let mut header = (json.len() as u64).to_le_bytes().to_vec();
+        header.extend_from_slice(json.as_bytes());
+        let len = header.len() as u64 + bytes;
+        Rc::new(Computed { name: name.to_string(), header, len, value: Box::new(value) })
+    }
+}
+
+impl ByteSource for Computed {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        check_range(&self.name, offset, buf.len() as u64, self.len)?;
+        let start = self.header.len() as u64;
+        let mut at = offset;
+        let mut out = 0usize;
+        while out < buf.len() {
+            if at < start {
+                buf[out] = self.header[at as usize];
+                at += 1;
+                out += 1;
+                continue;
+            }
+            let (elem, byte) = ((at - start) / 4, ((at - start) % 4) as usize);
+            let value = (self.value)(elem).to_le_bytes();
+            let n = (4 - byte).min(buf.len() - out);
+            buf[out..out + n].copy_from_slice(&value[byte..byte + n]);
+            at += n as u64;
+            out += n;
+        }
+        Ok(())
+    }
+}
+
+fn json_file(name: &str, value: serde_json::Value) -> Rc<dyn ByteSource> {
+    Rc::new(SliceSource::new(name, value.to_string().into_bytes()))
+}
+
+fn f64_config() -> AnalysisConfig {
+    AnalysisConfig { precision: orthoscope::pass::kernel::Precision::F64, ..AnalysisConfig::default() }
+}
+
+/// The analysis and its Report, without the geometry (an eigensolver's workspace after the pass,
+/// not the pass's memory).
+fn run_with(sources: Vec<Rc<dyn ByteSource>>, config: AnalysisConfig) -> Report {
+    let (job, _) = Job::open(sources, None, config).expect("opens");
+    job.run().expect("runs").report(0.0).expect("reports")
+}
+
+#[test]
+fn a_million_features_at_d_64_are_analysed_exactly_in_memory_of_the_gram() {
+    // SAELens's layout, W_dec [2²⁰, 64] (256 MiB of F32, computed as read). Feature i is
+    // ±2^e · v_(i mod K) for K directions v: scales that are powers of two leave the unit rows
+    // exactly ±v̂_k, so the all-pairs moments follow from the K × K Gram of the directions and
+    // the counts: Σ_{i<j} cos = (‖Σ ±v̂‖² − N)/2, Σ_{i<j} cos² = (Σ_kl n_k n_l (v̂_k·v̂_l)² − N)/2.
+    const N: u64 = 1 << 20;
+    const D: usize = 64;
+    const K: u64 = 1021;
+    let directions = synth::trained_like(K as usize, D, 40);
+    let scale = |i: u64| {
+        let sign = if (i / K).is_multiple_of(3) { -1.0 } else { 1.0 };
+        sign * 2f32.powi(((i * 7919) % 9) as i32 - 4)
+    };
+    let table = directions.clone();
+    let w_dec = Computed::source("sae_weights.safetensors", "W_dec", [N, D as u64], move |e| {
+        let (i, c) = (e / D as u64, (e % D as u64) as usize);
+        table[(i % K) as usize * D + c] * scale(i)
+    });
+    let cfg = json_file(
+        "cfg.json",
+        serde_json::json!({"d_in": D, "d_sae": N, "architecture": "topk", "hook_name": "blocks.8.hook_resid_post"}),
+    );
+    let started = std::time::Instant::now();
+    let (report, peak) = peak_of(|| run_with(vec![w_dec, cfg], f64_config()));
+    println!(
+        "{N} features × {D}: peak {peak} bytes for {} MiB of decoder, accumulator {} bytes, {:.0} ms",
+        (N * D as u64 * 4) >> 20,
+        report.accumulator_bytes,
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(report.tensor_role, orthoscope::read::locate::TensorRole::SaeDecoder);
+    let d = &report.dictionary.as_ref().expect("a dictionary").dictionary;
+    assert_eq!((d.d_sae, d.d_in, d.layer), (N, D as u64, Some(8)));
+    assert!(report.exact);
+    assert_eq!((report.rows_used, report.pairs), (N, N * (N - 1) / 2));
+    // The Gram route, O(d²): not the rows (2²⁰ × 64 f64 would be 512 MiB).
+    assert_eq!(report.accumulator_bytes, gram_bytes(D));
+    assert!(peak < 16 << 20, "peak {peak} bytes: not bounded by the work");
+
+    // The oracle, from the K directions and the counts.
+    let d_pad = orthoscope::pass::kernel::padded_dim(D);
+    let units: Vec<Vec<f64>> = directions
+        .chunks_exact(D)
+        .map(|v| {
+            let mut u = vec![0.0f64; d_pad];
+            assert_eq!(normalise_row(v, &mut u), RowFate::Kept);
+            u
+        })
+        .collect();
+    let (mut signed, mut count) = (vec![0.0f64; K as usize], vec![0.0f64; K as usize]);
+    for i in 0..N {
+        let k = (i % K) as usize;
+        signed[k] += if (i / K).is_multiple_of(3) { -1.0 } else { 1.0 };
+        count[k] += 1.0;
+    }
+    let (mut sum_sq, mut sq_sum) = (0.0f64, 0.0f64);
+    for k in 0..K as usize {
+        for l in 0..K as usize {
+            let g: f64 = units[k].iter().zip(&units[l]).map(|(a, b)| a * b).sum();
+            sum_sq += signed[k] * signed[l] * g;
+            sq_sum += count[k] * count[l] * g * g;
+        }
+    }
+    let n = N as f64;
+    let pairs = n * (n - 1.0) / 2.0;
+    let mu = (sum_sq - n) / 2.0 / pairs;
+    let sigma = ((sq_sum - n) / 2.0 / pairs - mu * mu).sqrt();
+    assert!((report.mu - mu).abs() < 1e-9, "μ {} vs {mu}", report.mu);
+    assert!((report.sigma - sigma).abs() < 1e-9 * sigma.max(1.0), "σ {} vs {sigma}", report.sigma);
+    // Pairs ±v̂_k of one direction are antipodal: the sample lists them.
+    assert!(
+        report.antipodal_pairs.first().is_some_and(|p| p.cosine < -0.999_999),
+        "{:?}",
+        report.antipodal_pairs.first()
+    );
+}
+
+#[test]
+fn a_decoder_with_features_in_columns_is_read_by_panels_and_gives_the_row_layouts_epsilon() {
+    // 131 072 features over d_in = 256 (128 MiB of F32, computed as read), stored both ways: by
+    // rows as SAELens's W_dec [d_sae, d_in], and by columns as Llama Scope's decoder.weight
+    // [d_model, d_sae], which is read a panel of columns at a time (at most 4 MiB), never
+    // transposed in memory. Past its first 1024 blocks in random order the pass sweeps the rest
+    // in file order (`Plan::sweep_tail`), where whole panels are read.
+    const N: u64 = 1 << 17;
+    const D: u64 = 256;
+    // Feature j, coordinate c: a hash in [−1, 1) plus a shared offset (μ > 0, as trained rows have).
+    fn value(j: u64, c: u64) -> f32 {
+        let mut z = (j * D + c).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 40) as f32 / (1u64 << 23) as f32 - 1.0 + 0.05
+    }
+    let rows = vec![
+        Computed::source("sae_weights.safetensors", "W_dec", [N, D], |e| value(e / D, e % D)),
+        json_file("cfg.json", serde_json::json!({"d_in": D, "d_sae": N})),
+    ];
+    let columns = vec![
+        Computed::source("final.safetensors", "decoder.weight", [D, N], |e| value(e % N, e / N)),
+        json_file(
+            "hyperparams.json",
+            serde_json::json!({"d_model": D, "d_sae": N, "hook_point_in": "blocks.3.hook_resid_post"}),
+        ),
+    ];
+    let started = std::time::Instant::now();
+    let (by_rows, rows_peak) = peak_of(|| run_with(rows, f64_config()));
+    let rows_ms = started.elapsed().as_secs_f64() * 1e3;
+    let started = std::time::Instant::now();
+    let (by_columns, columns_peak) = peak_of(|| run_with(columns, f64_config()));
+    let columns_ms = started.elapsed().as_secs_f64() * 1e3;
+    println!(
+        "{N} features × {D}: by rows peak {rows_peak} bytes, {rows_ms:.0} ms; by columns peak {columns_peak} bytes, {columns_ms:.0} ms"
+    );
+    let d = &by_columns.dictionary.as_ref().expect("a dictionary").dictionary;
+    assert!(d.columns_are_features && d.source_layout == "llama_scope");
+    assert_eq!((d.d_sae, d.d_in, by_columns.rows, by_columns.dim), (N, D, N, D));
+    assert!(by_rows.exact && by_columns.exact);
+    assert_eq!(by_rows.pairs, by_columns.pairs);
+    for (what, a, b) in [
+        ("μ", by_rows.mu, by_columns.mu),
+        ("σ", by_rows.sigma, by_columns.sigma),
+        ("ε", by_rows.epsilon, by_columns.epsilon),
+    ] {
+        assert!((a - b).abs() <= 1e-12 * a.abs().max(1e-3), "{what}: by rows {a}, by columns {b}");
+    }
+    // The columns' panel (4 MiB) and the sample's rows are the work; the 64 MiB matrix is never held.
+    assert!(columns_peak < 24 << 20, "peak {columns_peak} bytes by columns");
+    assert!(
+        columns_peak < rows_peak + (5 << 20),
+        "by columns {columns_peak} vs by rows {rows_peak}: more than a panel"
+    );
 }

@@ -125,10 +125,11 @@ fn round_trip(case: &str, original: &Report) -> String {
     assert!(decoded.gram_gflops.is_none() && decoded.precision_reason.is_empty());
     patched.gram_gflops = original.gram_gflops;
     patched.precision_reason = original.precision_reason.clone();
-    // Not carried: the tail explorer's pairs, the centred statistics, the unembedding's
+    // Not carried: the tail explorer's pairs (both lists), the centred statistics, the unembedding's
     // histogram and per-token cosines.
-    assert!(decoded.top_pairs.is_empty() && decoded.centred.is_none(), "{case}");
+    assert!(decoded.top_pairs.is_empty() && decoded.antipodal_pairs.is_empty() && decoded.centred.is_none(), "{case}");
     patched.top_pairs = original.top_pairs.clone();
+    patched.antipodal_pairs = original.antipodal_pairs.clone();
     patched.centred = original.centred.clone();
     if let (Some(p), Some(w)) = (patched.unembedding.as_mut(), &original.unembedding) {
         assert!(p.histogram.is_none() && p.alignment.is_none(), "{case}");

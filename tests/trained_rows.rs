@@ -341,3 +341,52 @@ fn an_untied_input_embedding_also_suspects_rows_as_short_as_the_unused_ones() {
     let tied = with_head(false).trained.expect("set aside");
     assert!(tied.rules.iter().all(|r| r.rule != "suspected"), "{:?}", tied.rules);
 }
+
+#[test]
+fn the_most_opposed_pairs_without_set_aside_rows_are_those_of_the_kept_rows() {
+    // Two antipodal pairs planted: one between trained rows, one with a row past the vocabulary.
+    let (rows, dim) = (600, 32);
+    let unused: Vec<usize> = (100..130).collect();
+    let (mut values, tokenizer) = bert_like(rows, dim, 560, &unused, 8);
+    for (from, to) in [(5usize, 200usize), (7, 580)] {
+        let source: Vec<f32> = values[from * dim..(from + 1) * dim].iter().map(|x| -3.0 * x).collect();
+        values[to * dim..(to + 1) * dim].copy_from_slice(&source);
+    }
+    let file = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
+    let report = report_of(vec![("m.safetensors", file), ("tokenizer.json", tokenizer.into_bytes())], f64_config());
+    let pairs = |list: &[orthoscope::pass::stats::TopPair]| list.iter().map(|p| (p.a, p.b)).collect::<Vec<_>>();
+    let all = pairs(&report.antipodal_pairs[..2]);
+    assert!(all.contains(&(5, 200)) && all.contains(&(7, 580)), "{all:?}");
+    let keep = |r: u64| r < 560 && !(100..130).contains(&r);
+    let t = report.trained.as_ref().expect("set aside");
+    for w in std::iter::once(&t.without).chain(&t.variants) {
+        let listed = &w.antipodal_pairs;
+        assert!(!listed.is_empty(), "{:?}", w.rules_enabled);
+        assert!(listed.iter().all(|p| !w.is_aside(p.a) && !w.is_aside(p.b)), "{:?}", w.rules_enabled);
+        assert!(listed.windows(2).all(|x| x[0].cosine <= x[1].cosine), "most opposed first");
+    }
+    let w = &t.without;
+    assert_eq!(pairs(&w.antipodal_pairs[..1]), vec![(5, 200)]);
+    assert!((w.antipodal_pairs[0].cosine + 1.0).abs() < 1e-6);
+    assert!(w.antipodal_pairs.iter().all(|p| keep(p.a) && keep(p.b)));
+    // Against brute force over the kept rows (the sample is the whole matrix).
+    let unit = |r: usize| {
+        let row = &values[r * dim..(r + 1) * dim];
+        let n = row.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
+        row.iter().map(|&x| x as f64 / n).collect::<Vec<f64>>()
+    };
+    let kept: Vec<usize> = (0..rows).filter(|&r| keep(r as u64)).collect();
+    let units: Vec<Vec<f64>> = kept.iter().map(|&r| unit(r)).collect();
+    let mut cosines: Vec<f64> = Vec::new();
+    for i in 0..units.len() {
+        for j in i + 1..units.len() {
+            cosines.push(units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum());
+        }
+    }
+    cosines.sort_by(f64::total_cmp);
+    for (p, want) in w.antipodal_pairs.iter().zip(&cosines) {
+        assert!((p.cosine - want).abs() < 1e-5, "{} vs {want}", p.cosine);
+    }
+    // Tokens name them, as they name the most similar pairs.
+    assert!(w.antipodal_pairs.iter().all(|p| p.a_token == Some(format!("w{}", p.a))));
+}

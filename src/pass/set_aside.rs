@@ -6,7 +6,10 @@
 
 use crate::pass::accumulate::{PairAccumulator, RowPairs};
 use crate::pass::kernel::{self, PackedGram, TILE_A};
-use crate::pass::stats::{GramMoments, GramScalars, Histogram, Moments, TopK, TopPair, HISTOGRAM_BINS, TOP_PAIRS};
+use crate::pass::stats::{
+    pairs_by_row_id, BottomK, GramMoments, GramScalars, Histogram, Moments, TopK, TopPair, ANTIPODAL_PAIRS,
+    HISTOGRAM_BINS, TOP_PAIRS,
+};
 use crate::read::untrained::RowRanges;
 
 /// Pairs kept per class of [`AsidePairs`]: more than shown, so that the list without a rule's
@@ -24,6 +27,7 @@ pub struct MaskedPairs {
     pub sum_sq: f64,
     pub pairs: u64,
     pub top: TopK,
+    pub opposed: BottomK,
 }
 
 impl MaskedPairs {
@@ -34,6 +38,7 @@ impl MaskedPairs {
             sum_sq: 0.0,
             pairs: 0,
             top: TopK::new(CLASS_TOP_PAIRS),
+            opposed: BottomK::new(CLASS_TOP_PAIRS),
         }
     }
 }
@@ -66,6 +71,7 @@ impl AsidePairs {
             c.sum_sq += cos * cos;
             c.pairs += 1;
             c.top.offer(i, j, cos);
+            c.opposed.offer(i, j, cos);
         }
     }
 
@@ -92,20 +98,14 @@ impl AsidePairs {
     /// The most similar sample pairs among rows no rule in `enabled` names and outside `also`
     /// (rows set aside after the pass), by row id (`row_ids` of the sample rows).
     pub fn kept_top(&self, enabled: u8, row_ids: &[u64], also: &RowRanges) -> Vec<TopPair> {
-        let id = |k: usize| row_ids.get(k).copied().unwrap_or(k as u64);
-        let mut all: Vec<(usize, usize, f64)> = self.kept(enabled).flat_map(|c| c.top.sorted()).collect();
-        all.retain(|&(i, j, _)| !also.contains(id(i)) && !also.contains(id(j)));
-        all.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
-        all.truncate(TOP_PAIRS);
-        all.into_iter()
-            .map(|(i, j, cosine)| TopPair {
-                a: id(i).min(id(j)),
-                b: id(i).max(id(j)),
-                cosine,
-                a_token: None,
-                b_token: None,
-            })
-            .collect()
+        let all = self.kept(enabled).flat_map(|c| c.top.sorted()).collect();
+        kept_pairs(all, row_ids, also, TOP_PAIRS, |a: &f64, b: &f64| b.total_cmp(a))
+    }
+
+    /// The most opposed sample pairs among the same rows as [`AsidePairs::kept_top`], most opposed first.
+    pub fn kept_opposed(&self, enabled: u8, row_ids: &[u64], also: &RowRanges) -> Vec<TopPair> {
+        let all = self.kept(enabled).flat_map(|c| c.opposed.sorted()).collect();
+        kept_pairs(all, row_ids, also, ANTIPODAL_PAIRS, f64::total_cmp)
     }
 
     /// Counts over the full histogram's bins of the pairs with a row some rule in `enabled` names.
@@ -120,6 +120,22 @@ impl AsidePairs {
         }
         counts
     }
+}
+
+/// The first `k` of the classes' pairs `all` (sample indices) in the order `by` puts their cosines,
+/// ties to the smaller pair, without any pair with a row in `also`.
+fn kept_pairs(
+    mut all: Vec<(usize, usize, f64)>,
+    row_ids: &[u64],
+    also: &RowRanges,
+    k: usize,
+    by: impl Fn(&f64, &f64) -> std::cmp::Ordering,
+) -> Vec<TopPair> {
+    let id = |k: usize| row_ids.get(k).copied().unwrap_or(k as u64);
+    all.retain(|&(i, j, _)| !also.contains(id(i)) && !also.contains(id(j)));
+    all.sort_by(|a, b| by(&a.2, &b.2).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
+    all.truncate(k);
+    pairs_by_row_id(all, row_ids)
 }
 
 /// Reads unit rows of the matrix for the removal: calls `each` with chunks of the kept (usable)

@@ -71,6 +71,9 @@ impl Dictionary {
     }
 }
 
+/// Longest hook or architecture name kept from an SAE config (real ones are under 60 characters).
+const MAX_CONFIG_TEXT_CHARS: usize = 120;
+
 /// What an SAE's own config file (`cfg.json`, `hyperparams.json`) says, kept from the JSON.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DictionaryConfig {
@@ -97,9 +100,15 @@ impl DictionaryConfig {
         let meta = value.get("metadata");
         let get = |key: &str| value.get(key).or_else(|| meta.and_then(|m| m.get(key)));
         let int = |keys: &[&str]| keys.iter().find_map(|k| get(k).and_then(Value::as_u64));
-        let text = |keys: &[&str]| keys.iter().find_map(|k| get(k).and_then(Value::as_str)).map(str::to_string);
+        // A name shown on the card: short and printable, whatever the file holds (else unknown).
+        let shown = |t: &&str| {
+            !t.trim().is_empty() && t.chars().count() <= MAX_CONFIG_TEXT_CHARS && !t.chars().any(char::is_control)
+        };
+        let text =
+            |keys: &[&str]| keys.iter().find_map(|k| get(k).and_then(Value::as_str).filter(shown)).map(str::to_string);
         let d_sae = int(&["d_sae"]);
-        let d_in = int(&["d_in", "d_model"]);
+        // A width of 0 is no width (no decoder has empty rows).
+        let d_in = int(&["d_in", "d_model"]).filter(|&n| n > 0);
         let num_latents = int(&["num_latents"]);
         let k = int(&["k", "top_k"]);
         if d_sae.is_none() && num_latents.is_none() && get("expansion_factor").is_none() {
@@ -206,11 +215,15 @@ pub fn recognise(tensors: &[TensorInfo], config: Option<&DictionaryConfig>, path
             Some(_) => return None,
             None => (rows, cols, false),
         };
+        // An output width the decoder does not have: the config is not this decoder's.
+        if c.d_out.is_some_and(|o| o != width) {
+            return None;
+        }
         let sparsify = c.d_sae.is_none();
         let mut d = base(t, d_sae, d_in, columns, if sparsify { "sparsify" } else { "saelens" });
         d.architecture.clone_from(&c.architecture);
         d.transcoder = c.transcoder || width != d_in || c.d_out.is_some_and(|o| o != d_in);
-        d.d_out = (width != d_in).then_some(width).or(c.d_out.filter(|&o| o != d_in));
+        d.d_out = (width != d_in).then_some(width);
         if sparsify {
             // sparsify names a dictionary by its folder, the hookpoint (`layers.6`, `layers.6.mlp`).
             d.hook = folder_of(path_of(t)).map(str::to_string);

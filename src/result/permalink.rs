@@ -328,6 +328,7 @@ impl CompactTrained {
             capacity_determinate: estimate::capacity_determinate(eps),
             class: estimate::class(eps),
             top_pairs: Vec::new(),
+            antipodal_pairs: Vec::new(),
             aside_counts: Vec::new(),
         };
         let rules = self.rules.into_iter().map(|(rule, rows, enabled)| RuleRows { rule, rows, enabled }).collect();
@@ -671,6 +672,8 @@ impl Compact {
             bytes_fetched: self.bytes_fetched,
             geometry: None,
             top_pairs: Vec::new(),
+            // Not carried either, for the same reason as the top pairs.
+            antipodal_pairs: Vec::new(),
             centred: None,
             trained: None,
             model: None,

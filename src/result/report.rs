@@ -133,6 +133,11 @@ pub struct Report {
     /// first (the tail explorer, paper Fig. 3). Not carried in a permalink (token strings can be long).
     #[serde(default)]
     pub top_pairs: Vec<TopPair>,
+    /// The [`crate::pass::stats::ANTIPODAL_PAIRS`] most opposed pairs of the same sample, most
+    /// opposed (lowest cosine) first: the other tail, where antipodal features (cos ≈ −1) show. Not
+    /// carried in a permalink, like the top pairs.
+    #[serde(default)]
+    pub antipodal_pairs: Vec<TopPair>,
     /// μ, σ, ε of the mean-centred, re-normalised rows, on request (`?centred=1`, a button, the
     /// CLI's `--centred`): not the paper's ε. Not carried in a permalink.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -256,6 +261,7 @@ impl Report {
             bytes_fetched: None,
             geometry: None,
             top_pairs: p.sample.top_pairs(),
+            antipodal_pairs: p.sample.antipodal_pairs(),
             centred: None,
             trained: None,
             model: None,

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use crate::explain::neighbours::Neighbours;
+use crate::pass::stats::STRONGLY_OPPOSED;
 use crate::read::locate::TensorRole;
 use crate::result::report::{DictionaryReport, Report};
 
@@ -93,6 +94,21 @@ pub fn report(r: &Report) -> String {
             p.cosine,
             r.top_pairs.iter().filter(|p| p.cosine > r.epsilon).count(),
             r.top_pairs.len()
+        );
+    }
+    // Antipodal pairs (cos ≈ −1) are a known trait of trained dictionaries: named when the sample
+    // holds a strongly opposed pair, silent otherwise (most matrices have none).
+    if let Some(p) = r.antipodal_pairs.first().filter(|p| p.cosine < STRONGLY_OPPOSED) {
+        let name = |id: u64, t: &Option<String>| t.as_ref().map_or(id.to_string(), |t| format!("{id} {t:?}"));
+        let _ = writeln!(
+            s,
+            "most opposed pair of the sample ({} pairs): {} · {} (cos {:+.4}); {} of the {} most opposed below {STRONGLY_OPPOSED}",
+            r.histogram.pairs_in_histogram,
+            name(p.a, &p.a_token),
+            name(p.b, &p.b_token),
+            p.cosine,
+            r.antipodal_pairs.iter().filter(|p| p.cosine < STRONGLY_OPPOSED).count(),
+            r.antipodal_pairs.len()
         );
     }
     let _ = writeln!(s, "tied: {} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence);

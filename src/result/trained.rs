@@ -41,6 +41,9 @@ pub struct Without {
     pub class: Class,
     /// The sample's most similar pairs with no set-aside row, most similar first.
     pub top_pairs: Vec<TopPair>,
+    /// The sample's most opposed pairs with no set-aside row, most opposed first.
+    #[serde(default)]
+    pub antipodal_pairs: Vec<TopPair>,
     /// Pairs of the sample with a set-aside row, over `Report::histogram`'s bins (the overlay).
     #[serde(default)]
     pub aside_counts: Vec<u64>,
@@ -63,6 +66,7 @@ pub struct Measured {
     pub moments: Moments,
     pub exact: bool,
     pub top_pairs: Vec<TopPair>,
+    pub antipodal_pairs: Vec<TopPair>,
     pub aside_counts: Vec<u64>,
 }
 
@@ -84,6 +88,7 @@ impl Without {
             capacity_determinate: estimate::capacity_determinate(eps),
             class: estimate::class(eps),
             top_pairs: m.top_pairs,
+            antipodal_pairs: m.antipodal_pairs,
             aside_counts: m.aside_counts,
         }
     }
@@ -218,6 +223,7 @@ mod tests {
             capacity_determinate: false,
             class: Class::One,
             top_pairs: vec![],
+            antipodal_pairs: vec![],
             aside_counts,
         }
     }

@@ -615,10 +615,13 @@ impl Job {
             p.a_token = self.matrix.token(p.a);
             p.b_token = self.matrix.token(p.b);
         };
-        report.top_pairs.iter_mut().for_each(name);
+        report.top_pairs.iter_mut().chain(report.antipodal_pairs.iter_mut()).for_each(name);
         if let Some(t) = report.trained.as_mut() {
-            t.without.top_pairs.iter_mut().for_each(name);
-            t.variants.iter_mut().flat_map(|v| v.top_pairs.iter_mut()).for_each(name);
+            t.without.top_pairs.iter_mut().chain(t.without.antipodal_pairs.iter_mut()).for_each(name);
+            t.variants
+                .iter_mut()
+                .flat_map(|v| v.top_pairs.iter_mut().chain(v.antipodal_pairs.iter_mut()))
+                .for_each(name);
         }
         report.tied = self.tied.tied;
         report.model.clone_from(&self.name);

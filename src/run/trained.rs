@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use crate::explain::suspected;
 use crate::pass::kernel;
 use crate::pass::set_aside::{moments_without, UnitRows};
+use crate::pass::stats::TopPair;
 use crate::read::matrix::Matrix;
 use crate::read::untrained::{RowRanges, SetAside, UntrainedRule};
 use crate::result::trained::{choices, default_rules, Measured, RuleRows, TrainedReport, Without};
@@ -127,17 +128,24 @@ fn without(
         analysis.pair_sample().and_then(|s| s.aside.as_ref()).and_then(|a| a.kept_moments(known))
     };
     let Some(moments) = moments.filter(|m| m.rows >= 2) else { return Ok(None) };
-    let (top_pairs, aside_counts) = match analysis.pair_sample() {
+    let (top_pairs, antipodal_pairs, aside_counts) = match analysis.pair_sample() {
         Some(sample) => match &sample.aside {
-            Some(a) => (a.kept_top(known, &sample.row_ids, &later), a.aside_counts(known)),
+            Some(a) => (
+                a.kept_top(known, &sample.row_ids, &later),
+                a.kept_opposed(known, &sample.row_ids, &later),
+                a.aside_counts(known),
+            ),
             None => {
+                let kept = |p: &TopPair| !aside.contains(p.a) && !aside.contains(p.b);
                 let mut top = sample.top_pairs();
-                top.retain(|p| !aside.contains(p.a) && !aside.contains(p.b));
-                (top, Vec::new())
+                top.retain(kept);
+                let mut opposed = sample.antipodal_pairs();
+                opposed.retain(kept);
+                (top, opposed, Vec::new())
             }
         },
-        None => (Vec::new(), Vec::new()),
+        None => (Vec::new(), Vec::new(), Vec::new()),
     };
-    let m = Measured { moments, exact, top_pairs, aside_counts };
+    let m = Measured { moments, exact, top_pairs, antipodal_pairs, aside_counts };
     Ok(Some(Without::new(set, enabled, &aside, analysis.dim() as u64, m)))
 }

@@ -1,5 +1,6 @@
 //! The tail explorer (the paper's Fig. 3 made interactive): the most similar pairs
-//! of the histogram sample, and the exact nearest neighbours of a token the user picks, with token
+//! of the histogram sample and its most opposed ones (antipodal pairs, cos ≈ −1, are a known trait
+//! of trained dictionaries), and the exact nearest neighbours of a token the user picks, with token
 //! strings when the model carries a vocabulary; cosines above ε are highlighted. Also the centred
 //! statistics (item 3), on request. Every figure is a field of the [`Report`] or a worker answer.
 
@@ -8,9 +9,10 @@ use leptos::prelude::*;
 use super::controller::{compute_centred, find_neighbours, Provenance, State};
 use crate::explain::centred::CENTRED_NOTE;
 use crate::explain::neighbours::MAX_NEIGHBOURS;
+use crate::pass::stats::{TopPair, STRONGLY_OPPOSED};
 use crate::read::matrix::Query;
 use crate::read::vocab::visible;
-use crate::result::report::{significant, Report};
+use crate::result::report::{group_digits, significant, Report};
 use crate::result::trained::Choice;
 
 /// Neighbours asked for by default.
@@ -23,6 +25,12 @@ fn token_label(row: u64, token: &Option<String>) -> String {
         Some(t) => format!("“{}” (#{row})", visible(t)),
         None => format!("#{row}"),
     }
+}
+
+/// A cosine with its sign, "+0.1234" or "-0.9871": the opposed pairs' list reads both sides of 0.
+fn signed(c: f64) -> String {
+    let sign = if c > 0.0 { "+" } else { "" };
+    format!("{sign}{}", significant(c, 4))
 }
 
 /// The explorer for the result on display.
@@ -42,6 +50,9 @@ pub fn TailExplorer(
     let show_all = RwSignal::new(false);
     let trained = StoredValue::new(report.trained.clone());
     let all_pairs = StoredValue::new(report.top_pairs.clone());
+    let all_opposed = StoredValue::new(report.antipodal_pairs.clone());
+    // The lists come from the sample's pairs even where ε is over all pairs.
+    let from_sample = format!("from a sample of {} pairs", group_digits(report.histogram.pairs_in_histogram));
     // The rows set aside under the card's choice of rules (none when every row counts).
     let aside_of = move |row: u64| {
         let chosen = enabled.get();
@@ -97,6 +108,56 @@ pub fn TailExplorer(
             </div>
         }
     };
+    // The other tail, read as the top pairs are: among the trained rows by default.
+    let opposed_table = move || {
+        let chosen = enabled.get();
+        let among_trained: Option<Vec<TopPair>> = trained.with_value(|t| match t.as_ref().map(|t| t.choice(&chosen)) {
+            Some(Choice::Without(w)) => Some(w.antipodal_pairs.clone()),
+            _ => None,
+        });
+        let (pairs, caption) = match among_trained {
+            Some(p) if !show_all.get() => {
+                let n = p.len();
+                (p, format!("The {n} most opposed pairs among the trained rows of the histogram's {sample_rows} sample rows, {from_sample}"))
+            }
+            _ => {
+                let p = all_opposed.get_value();
+                let n = p.len();
+                (p, format!("The {n} most opposed pairs among the {sample_rows} rows of the histogram sample, {from_sample}"))
+            }
+        };
+        let strong = pairs.iter().filter(|p| p.cosine < STRONGLY_OPPOSED).count();
+        let caption = match strong {
+            0 => caption,
+            n => format!("{caption}; {n} below {STRONGLY_OPPOSED} (near antipodal)"),
+        };
+        let rows = pairs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let opposed = p.cosine < STRONGLY_OPPOSED;
+                view! {
+                    <tr class=if opposed { "opposed" } else { "" } data-opposed=opposed.to_string() data-cosine=p.cosine.to_string()>
+                        <td>{i + 1}</td>
+                        <td>{token_label(p.a, &p.a_token)}{mark(p.a)}</td>
+                        <td>{token_label(p.b, &p.b_token)}{mark(p.b)}</td>
+                        <td>{signed(p.cosine)}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Most opposed pairs">
+            <table class="numbers explore-table" data-testid="antipodal-pairs">
+                <caption>{caption}</caption>
+                <thead>
+                    <tr><th scope="col">"#"</th><th scope="col">"token a"</th><th scope="col">"token b"</th><th scope="col">"cosine"</th></tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+            </div>
+        }
+    };
     // Outside the table's closure, so the checkbox keeps keyboard focus when it redraws the table.
     let switchable = move || {
         let chosen = enabled.get();
@@ -111,6 +172,7 @@ pub fn TailExplorer(
         </p>
     };
     let has_pairs = !report.top_pairs.is_empty();
+    let has_opposed = !report.antipodal_pairs.is_empty();
     let from_link = state.provenance.get_untracked() == Provenance::Permalink;
     let query = RwSignal::new(String::new());
     let k = RwSignal::new(DEFAULT_K.to_string());
@@ -204,12 +266,12 @@ pub fn TailExplorer(
     };
     view! {
         <div class="explore" data-testid="explorer">
-            <h3>"Tail explorer: the most similar pairs, and a token's nearest neighbours"</h3>
+            <h3>"Tail explorer: the most similar and most opposed pairs, and a token's nearest neighbours"</h3>
             <p class="note">
                 {format!("Cosines above ε = {} are highlighted: these pairs are the tail the paper's ε bounds (Fig. 3).", significant(epsilon, 4))}
             </p>
             {if has_pairs {
-                view! { {switch}{pairs_table} }.into_any()
+                view! { {switch}{pairs_table}{has_opposed.then_some(opposed_table)} }.into_any()
             } else {
                 view! { <p class="note">"No pair list: shared links do not carry it."</p> }.into_any()
             }}

@@ -1,9 +1,9 @@
 // Why ε is what it is: the geometry side by side in the compare view, the tail
-// explorer with token strings, centred statistics, and the unembedding views.
+// explorer with token strings and its most opposed pairs, centred statistics, and the unembedding views.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { assertClean, serve, launch, finalReport, openApp, analyseFiles, writeSafetensors, cli, cliReport, OUT, ROOT } from "./harness.mjs";
 
 let server;
@@ -142,6 +142,40 @@ test("the tail explorer lists the GGUF vocabulary's tokens, finds a token's neig
       assert.match(alt ?? "", /not the paper's ε/, `${id} is labelled`);
     }
     await b.page.locator('[data-testid="unembedding"]').screenshot({ path: join(OUT, "explain-unembedding.png") });
+    assertClean(b);
+  } finally { await b.close(); }
+});
+
+test("planted antipodal rows (u and −2u) lead the explorer's most opposed pairs, signed, as the CLI lists them", async () => {
+  const rows = 400, dim = 64;
+  const file = writeSafetensors(join(OUT, "explain-antipodal.safetensors"), [{ name: "model.embed_tokens.weight", rows, dim }], 41);
+  // Row 9 becomes −2 × row 2 (not unit length, as a dictionary's decoder rows are not).
+  const bytes = readFileSync(file);
+  const data = 8 + Number(bytes.readBigUInt64LE(0));
+  for (let c = 0; c < dim; c++) bytes.writeFloatLE(-2 * bytes.readFloatLE(data + (2 * dim + c) * 4), data + (9 * dim + c) * 4);
+  writeFileSync(file, bytes);
+  const want = cliReport(file);
+  const b = await openApp(server);
+  try {
+    const r = await analyseFiles(b.page, file);
+    assert.equal(r.status, "done", r.text);
+    const opposed = r.report.antipodal_pairs;
+    assert.equal(opposed.length, 20);
+    assert.deepEqual([opposed[0].a, opposed[0].b], [2, 9], "the planted pair first");
+    assert.ok(opposed[0].cosine < -0.99999, String(opposed[0].cosine));
+    assert.deepEqual(opposed.map((p) => [p.a, p.b]), want.antipodal_pairs.map((p) => [p.a, p.b]), "the page's list is the CLI's");
+    // The second list, beside the most similar pairs: signed cosines, the near-antipodal one marked.
+    const table = '[data-testid="antipodal-pairs"]';
+    const first = await b.page.$eval(`${table} tbody tr`, (tr) => ({ opposed: tr.getAttribute("data-opposed"), cells: [...tr.children].map((td) => td.textContent) }));
+    assert.deepEqual(first.cells.slice(0, 3), ["1", "#2", "#9"]);
+    assert.match(first.cells[3], /^-(1\.000|0\.9999)/);
+    assert.equal(first.opposed, "true");
+    const caption = await b.page.textContent(`${table} caption`);
+    assert.match(caption, /most opposed pairs .* from a sample of [\d,]+ pairs/);
+    const signs = await b.page.$$eval(`${table} tbody tr`, (rs) => rs.map((r) => r.children[3].textContent));
+    assert.ok(signs.every((t) => /^[+-]/.test(t)), signs.join(" "));
+    assert.ok(await b.page.locator('[data-testid="top-pairs"]').isVisible(), "the most similar pairs are still listed");
+    await b.page.locator(table).screenshot({ path: join(OUT, "explain-antipodal-pairs.png") });
     assertClean(b);
   } finally { await b.close(); }
 });

@@ -5,7 +5,8 @@
 //! for the uncertainty of a running estimate. Both add up across workers with `merge`.
 //!
 //! The parts: `moments` (the moments and scalars a pass reports), `gram` (the exact all-pairs
-//! accumulator), `histogram` (bins over [−1, 1]), `sample` (the row sample and the top pairs); their
+//! accumulator), `histogram` (bins over [−1, 1]), `sample` (the row sample, the top pairs and the most
+//! opposed ones); their
 //! items are re-exported here.
 
 mod gram;
@@ -40,5 +41,21 @@ mod tests {
         let mut none = TopK::new(0);
         none.offer(1, 2, 0.5);
         assert!(none.sorted().is_empty());
+    }
+
+    #[test]
+    fn bottom_k_keeps_the_k_smallest_most_opposed_first_with_ties_to_the_smaller_pair() {
+        let pairs: Vec<(usize, usize, f64)> =
+            (0..200).map(|n| (n % 37, 40 + n, ((n * 7919) % 23) as f64 / 23.0 - 0.5)).collect();
+        let mut want = pairs.clone();
+        want.sort_by(|a, b| a.2.total_cmp(&b.2).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
+        want.truncate(10);
+        for order in [pairs.clone(), pairs.iter().rev().copied().collect()] {
+            let mut bottom = BottomK::new(10);
+            for (i, j, c) in order {
+                bottom.offer(i, j, c);
+            }
+            assert_eq!(bottom.sorted(), want);
+        }
     }
 }

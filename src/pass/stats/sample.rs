@@ -1,4 +1,5 @@
-//! The row sample whose pairs give the histogram and a partial pass's uncertainty, and the top pairs.
+//! The row sample whose pairs give the histogram and a partial pass's uncertainty, the top pairs and
+//! the most opposed (antipodal) pairs.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -11,7 +12,16 @@ use crate::pass::set_aside::AsidePairs;
 /// Most similar pairs of the histogram sample kept for the tail explorer (the paper's Fig. 3).
 pub const TOP_PAIRS: usize = 20;
 
-/// One pair of rows and their cosine: the tail explorer's list (`Report::top_pairs`).
+/// Most opposed pairs of the histogram sample kept for the tail explorer: the other tail, where
+/// antipodal features (cos ≈ −1) show.
+pub const ANTIPODAL_PAIRS: usize = TOP_PAIRS;
+
+/// A cosine below this is a strongly opposed pair: the CLI names the sample's most opposed pair
+/// when it is one, and the explorer marks such pairs.
+pub const STRONGLY_OPPOSED: f64 = -0.5;
+
+/// One pair of rows and their cosine: the tail explorer's lists (`Report::top_pairs`,
+/// `Report::antipodal_pairs`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TopPair {
     /// Row ids in the tensor (token ids), a < b.
@@ -87,6 +97,26 @@ impl TopK {
     }
 }
 
+/// The `k` smallest of a stream of pairs: a [`TopK`] of the negated cosines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BottomK(TopK);
+
+impl BottomK {
+    pub fn new(k: usize) -> Self {
+        Self(TopK::new(k))
+    }
+
+    #[inline]
+    pub fn offer(&mut self, i: usize, j: usize, cos: f64) {
+        self.0.offer(i, j, -cos);
+    }
+
+    /// (i, j, cos), most opposed first.
+    pub fn sorted(&self) -> Vec<(usize, usize, f64)> {
+        self.0.sorted().into_iter().map(|(i, j, c)| (i, j, -c)).collect()
+    }
+}
+
 impl PartialEq for TopK {
     fn eq(&self, o: &Self) -> bool {
         self.k == o.k && self.sorted() == o.sorted()
@@ -113,6 +143,8 @@ pub struct PairSample {
     pub row_ids: Vec<u64>,
     /// The [`TOP_PAIRS`] most similar pairs recorded, as sample indices.
     pub top: TopK,
+    /// The [`ANTIPODAL_PAIRS`] most opposed pairs recorded, as sample indices.
+    pub opposed: BottomK,
     /// The same pairs apart by the rules that set their rows aside (None: no sample row is).
     pub aside: Option<AsidePairs>,
 }
@@ -132,6 +164,7 @@ impl PairSample {
             row_pairs: vec![0; rows],
             row_ids: (0..rows as u64).collect(),
             top: TopK::new(TOP_PAIRS),
+            opposed: BottomK::new(ANTIPODAL_PAIRS),
             aside: None,
         }
     }
@@ -153,15 +186,12 @@ impl PairSample {
 
     /// The most similar pairs recorded, most similar first, by row id.
     pub fn top_pairs(&self) -> Vec<TopPair> {
-        self.top
-            .sorted()
-            .into_iter()
-            .map(|(i, j, cosine)| {
-                let id = |k: usize| self.row_ids.get(k).copied().unwrap_or(k as u64);
-                let (a, b) = (id(i).min(id(j)), id(i).max(id(j)));
-                TopPair { a, b, cosine, a_token: None, b_token: None }
-            })
-            .collect()
+        pairs_by_row_id(self.top.sorted(), &self.row_ids)
+    }
+
+    /// The most opposed pairs recorded, most opposed (lowest cosine) first, by row id.
+    pub fn antipodal_pairs(&self) -> Vec<TopPair> {
+        pairs_by_row_id(self.opposed.sorted(), &self.row_ids)
     }
 
     /// Records cos(i, j) for sample rows i ≠ j.
@@ -178,6 +208,7 @@ impl PairSample {
         self.power_sums[3] += c2 * c2;
         self.pairs += 1;
         self.top.offer(i, j, c);
+        self.opposed.offer(i, j, c);
         if let Some(aside) = &mut self.aside {
             aside.add(i, j, c);
         }
@@ -207,4 +238,19 @@ impl PairSample {
         let sigma = (mean_sq - mu * mu).max(0.0).sqrt();
         Some(Moments { rows: self.rows() as u64, pairs: self.pairs, mu, mean_sq, sigma })
     }
+}
+
+/// Pairs of sample indices (i, j, cos) as [`TopPair`]s of row ids (`row_ids` of the sample rows), a < b.
+pub fn pairs_by_row_id(pairs: Vec<(usize, usize, f64)>, row_ids: &[u64]) -> Vec<TopPair> {
+    let id = |k: usize| row_ids.get(k).copied().unwrap_or(k as u64);
+    pairs
+        .into_iter()
+        .map(|(i, j, cosine)| TopPair {
+            a: id(i).min(id(j)),
+            b: id(i).max(id(j)),
+            cosine,
+            a_token: None,
+            b_token: None,
+        })
+        .collect()
 }
