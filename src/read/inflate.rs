@@ -22,8 +22,10 @@
 //! shares; 1.04× after a trip of 1.06× on 16000 × 2048 f32, on 1 and 2 threads). Before, each thread inflated the member from its start for itself and an unaligned
 //! block a quarter more: 16000 × 2048 f32 (128 MiB) took 3.72 s on one thread and 2.41 s on two
 //! against 2.32 s and 1.27 s for the same matrix as BF16. A 4 GiB member gets 8 MiB spacing: a
-//! block shorter than that inflates on average half the spacing before it. The first read past
-//! what has been inflated pays once for everything before it.
+//! block shorter than that inflates on average half the spacing before it, which is why the pass of
+//! a member whose blocks are shorter than its spacing sweeps in file order after a short random
+//! phase (`pass::plan`). The first read past what has been inflated pays once for everything
+//! before it.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
