@@ -15,7 +15,9 @@
 //! phase*, which the running estimate and *Stop here* use) and then **sweeps** the rest in file
 //! order ([`Plan::sweep_tail`]), each share's part one contiguous run of blocks. So does a wider
 //! whole pass whose histogram sample shows that most of its blocks hold no row to add (zero rows:
-//! `run::analysis::Analysis::read_bound`), where reading is all there is.
+//! `run::analysis::Analysis::read_bound`), where reading is all there is, and, after a shorter
+//! random phase ([`DEFLATED_RANDOM_PHASE_BLOCKS`]), a deflated member whose blocks are shorter than
+//! its checkpoints' spacing, whose scattered blocks each inflate more than themselves.
 
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -32,6 +34,12 @@ pub const DEFAULT_HISTOGRAM_ROWS: u64 = 2048;
 /// Positions of the shuffled order visited before a sweep: 65 536 rows in 64-row blocks, enough
 /// for a running ε whose interval is well under its third digit, read at ~0.6 ms a block.
 pub const RANDOM_PHASE_BLOCKS: usize = 1024;
+
+/// Positions of the shuffled order visited before a sweep of a deflated member whose blocks are
+/// shorter than its checkpoints' spacing: there a block in random order inflates on average half
+/// the spacing besides its own bytes (2.5× the member at d = 256 f32), in file order nothing more,
+/// and inflating is most of such a pass. 4096 rows, twice the histogram's sample.
+pub const DEFLATED_RANDOM_PHASE_BLOCKS: usize = 64;
 
 /// Widest matrix whose pass sweeps its tail: at d = 1024 a 64-row block is ~3 ms of arithmetic in a
 /// worker against ~1 ms for a scattered read; at d = 2048 it is 13 ms, and reading no longer counts.

@@ -22,8 +22,10 @@
 //! shares; 1.04× after a trip of 1.06× on 16000 × 2048 f32, on 1 and 2 threads). Before, each thread inflated the member from its start for itself and an unaligned
 //! block a quarter more: 16000 × 2048 f32 (128 MiB) took 3.72 s on one thread and 2.41 s on two
 //! against 2.32 s and 1.27 s for the same matrix as BF16. A 4 GiB member gets 8 MiB spacing: a
-//! block shorter than that inflates on average half the spacing before it. The first read past
-//! what has been inflated pays once for everything before it.
+//! block shorter than that inflates on average half the spacing before it, which is why the pass of
+//! a member whose blocks are shorter than its spacing sweeps in file order after a short random
+//! phase (`pass::plan`). The first read past what has been inflated pays once for everything
+//! before it.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -56,6 +58,21 @@ pub const MAX_CHECKPOINTS: u64 = 512;
 /// The closest checkpoints of a member `len` bytes long may be: at most [`MAX_CHECKPOINTS`].
 fn least_spacing(len: u64) -> u64 {
     len.div_ceil(MAX_CHECKPOINTS).max(MIN_SPACING)
+}
+
+/// The spacing of [`Checkpoints::at_rows`]: the least spacing rounded up to a power of two rows
+/// (None where that overflows).
+fn spacing_at_rows(len: u64, row_bytes: u64) -> Option<u64> {
+    let least = least_spacing(len);
+    let rows = least.div_ceil(row_bytes.max(1)).checked_next_power_of_two();
+    rows.and_then(|r| r.checked_mul(row_bytes)).filter(|&s| s >= least)
+}
+
+/// Output bytes between the checkpoints of a member `len` bytes long holding rows `row_bytes`
+/// long ([`Checkpoints::at_rows`]): a block of the pass shorter than this, read in random order,
+/// inflates on average half of it before its own bytes; read in file order, nothing more.
+pub fn checkpoint_spacing(len: u64, row_bytes: u64) -> u64 {
+    spacing_at_rows(len, row_bytes).unwrap_or_else(|| least_spacing(len))
 }
 
 /// A resumable point of the stream: inflating from here with the same input gives the same output.
@@ -120,9 +137,7 @@ impl Checkpoints {
     /// a block read in random order inflates only itself; a shorter block inflates on average
     /// half the spacing before it. Never closer than [`Checkpoints::new`]'s.
     pub fn at_rows(start: u64, end: u64, len: u64, first_row: u64, row_bytes: u64) -> Checkpoints {
-        let least = least_spacing(len);
-        let rows = least.div_ceil(row_bytes.max(1)).checked_next_power_of_two();
-        match rows.and_then(|r| r.checked_mul(row_bytes)).filter(|&s| s >= least) {
+        match spacing_at_rows(len, row_bytes) {
             Some(spacing) => Self::with_spacing(start, end, len, first_row % spacing, spacing),
             None => Self::new(start, end, len),
         }
