@@ -171,10 +171,11 @@ pub(super) fn draw<DB: DrawingBackend>(
 
     let features = theme.series_colour(0);
     let mut legend = vec![LegendItem { swatch: Swatch::Line(features), label: "features: ε per dictionary".into() }];
-    if let Some((label, eps)) = &chart.reference {
+    // The embedding's tensor is named in the text; the legend stays short enough for a phone.
+    if let Some((_, eps)) = &chart.reference {
         legend.push(LegendItem {
             swatch: Swatch::Dashed(theme.mu),
-            label: format!("embedding ({label}): ε = {}", significant(*eps, 4)),
+            label: format!("embedding: ε = {}", significant(*eps, 4)),
         });
     }
     if shade {
