@@ -11,9 +11,9 @@ use std::collections::HashMap;
 
 use orthoscope::charts::layout::{CHAR_EM, FONT_AXIS, FONT_TICK, LINE_EM, MIN_PLOT_HEIGHT, MIN_PLOT_WIDTH};
 use orthoscope::charts::{
-    capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, layers_svg, Axis, ChartError,
-    ChartText, Counted, FrameSpec, HistogramChart, HistogramSeries, LayerChart, LayerPoint, Marker, PlotFrame, Scale,
-    Sizes, Theme, YTitle, FORMULA_NAMES,
+    capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, layer_chart_of, layers_svg, Axis,
+    ChartError, ChartText, Counted, FrameSpec, HistogramChart, HistogramSeries, LayerChart, LayerPoint, Marker,
+    PlotFrame, Scale, Sizes, Theme, YTitle, FORMULA_NAMES,
 };
 use orthoscope::fixtures::synth::{class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::pass::stats::SampledHistogram;
@@ -889,4 +889,54 @@ fn no_point_one_point_and_a_phone_draw_without_panic() {
     assert_clean(&svg, &theme, (375.0, 300.0), 11.0, &[]);
     assert_eq!(circles(&parse(&svg)).len(), 26);
     assert_eq!(text.notes.len(), 1, "{:?}", text.notes);
+}
+
+/// A report of the generated matrix, made a dictionary's of `layer` (width `d_in`, layout `layout`).
+fn dictionary_report(base: &Report, layer: Option<u64>, d_in: u64, layout: &str, epsilon: f64) -> Report {
+    use orthoscope::read::dictionary::Dictionary;
+    use orthoscope::result::report::DictionaryReport;
+    let dictionary = Dictionary {
+        d_sae: 512,
+        d_in,
+        layer,
+        hook: layer.map(|l| format!("layers.{l}")),
+        architecture: Some("topk".into()),
+        source_layout: layout.into(),
+        decoder: "W_dec".into(),
+        columns_are_features: false,
+        transcoder: false,
+        d_out: None,
+    };
+    let mut r = base.clone();
+    r.tensor_role = orthoscope::read::locate::TensorRole::SaeDecoder;
+    r.epsilon = epsilon;
+    r.dictionary = Some(DictionaryReport { dictionary, log10_capacity_used: None });
+    r
+}
+
+#[test]
+fn a_sessions_layer_chart_holds_the_last_models_dictionaries_and_its_embedding() {
+    let embedding = report(&trained_like(300, 64, 3), 300, 64);
+    assert_eq!(embedding.dim, 64);
+    let narrow = report(&trained_like(300, 32, 4), 300, 32);
+    let session = [
+        embedding.clone(),
+        // Another model's dictionary (another width) analysed earlier: not on this chart.
+        dictionary_report(&embedding, Some(5), 32, "sparsify", 0.5),
+        dictionary_report(&embedding, Some(2), 64, "sparsify", 0.09),
+        dictionary_report(&embedding, None, 64, "sparsify", 0.4),
+        dictionary_report(&embedding, Some(0), 64, "sparsify", 0.07),
+        narrow,
+    ];
+    let chart = layer_chart_of(&session).expect("dictionaries with layers");
+    let layers: Vec<u64> = chart.ordered().iter().map(|p| p.layer).collect();
+    assert_eq!(layers, [0, 2]);
+    assert_eq!(chart.ordered()[0].label, "layers.0");
+    assert_eq!(chart.reference, Some(("model.embed_tokens.weight".to_string(), embedding.epsilon)));
+    // No embedding of the dictionaries' width: no reference.
+    let chart = layer_chart_of(&session[1..]).unwrap();
+    assert_eq!(chart.reference, None);
+    // No dictionary with a layer: no chart.
+    assert!(layer_chart_of(&session[..1]).is_none());
+    assert!(layer_chart_of(&[dictionary_report(&embedding, None, 64, "saelens", 0.1)]).is_none());
 }

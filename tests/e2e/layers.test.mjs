@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { serve, openApp, analyseFiles, currentRun, finalReport, writeSafetensors, assertClean, OUT, ROOT } from "./harness.mjs";
 
@@ -28,12 +28,12 @@ const run = (bin, ...args) => {
 // ones add in different orders, so they agree to rounding (the issue asks 1e-6).
 const close = (a, b, what) => assert.ok(Math.abs(a - b) <= 1e-6, `${what}: page ${a} CLI ${b}`);
 
-/** Three sparsify dictionaries `layers.0..2` (d_in 64, 512 latents), and beside them what a
+/** Three sparsify dictionaries `layers.0..2` (by default d_in 64, 512 latents), and beside them what a
  *  trainer leaves at the top of its run folder (its config), which is no dictionary's. */
-function layersFolder() {
-  const dir = join(OUT, "sparsify-run");
+function layersFolder(name = "sparsify-run", dIn = 64, dSae = 512) {
+  const dir = join(OUT, name);
   rmSync(dir, { recursive: true, force: true });
-  run(FIXTURES, "generate-sae", dir, "--layout", "sparsify", "--layers", "3", "--d-in", "64", "--d-sae", "512");
+  run(FIXTURES, "generate-sae", dir, "--layout", "sparsify", "--layers", "3", "--d-in", String(dIn), "--d-sae", String(dSae));
   writeFileSync(join(dir, "config.json"), JSON.stringify({ batch_size: 8, layers: [0, 1, 2] }));
   return dir;
 }
@@ -87,10 +87,17 @@ test("a folder of three layers' dictionaries: three exact reports, and the chart
     assert.match(alt, /layer 0 .*layer 1 .*layer 2 /, alt);
     assert.match(alt, /input embedding's ε/, alt);
     for (const name of ["PNG", "SVG", "CSV"]) {
-      const button = chart.getByRole("button", { name: new RegExp(name) });
-      await button.focus();
+      // By keyboard, as every control.
+      await chart.getByRole("button", { name: new RegExp(name) }).focus();
       const [download] = await Promise.all([b.page.waitForEvent("download"), b.page.keyboard.press("Enter")]);
-      assert.match(download.suggestedFilename(), new RegExp(`orthoscope-layers\\.${name.toLowerCase()}$`));
+      assert.equal(download.suggestedFilename(), `orthoscope-layers.${name.toLowerCase()}`);
+      if (name === "CSV") {
+        const lines = readFileSync(await download.path(), "utf8").trim().split("\n");
+        assert.equal(lines[0], "layer,label,epsilon,class");
+        assert.deepEqual(lines.slice(1, 4).map((l) => l.split(",")[0]), ["0", "1", "2"]);
+        for (const l of [0, 1, 2]) close(Number(lines[1 + l].split(",")[2]), want[l].epsilon, `CSV layer ${l}`);
+        assert.match(lines[4], /embedding: model\.embed_tokens\.weight/);
+      }
     }
 
     for (const width of [375, 1280]) {
@@ -107,8 +114,10 @@ test("a folder of three layers' dictionaries: three exact reports, and the chart
 });
 
 test("Cancel stops a folder's queue: the dictionaries not yet analysed are not", async () => {
-  const dir = layersFolder();
-  const b = await openApp(server);
+  // Large enough (16384 latents at d_in 256, one worker) that the first is still running when
+  // Cancel is pressed.
+  const dir = layersFolder("sparsify-run-large", 256, 16384);
+  const b = await openApp(server, "?workers=1");
   try {
     await b.page.setInputFiles('[data-testid="folder-input"]', dir);
     await b.page.waitForSelector('[data-testid="layers-queue"][data-state="running"]', { timeout: 60_000 });
