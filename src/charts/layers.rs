@@ -87,7 +87,8 @@ pub fn layer_chart_of<'a>(reports: impl IntoIterator<Item = &'a Report>) -> Opti
         .map(|r| (r.tensor.clone(), r.epsilon));
     let side = if last.2 { ", output side" } else { "" };
     Some(LayerChart {
-        title: format!("Dictionary features layer by layer (d_in = {}, {}{side})", last.0, last.1),
+        // Short enough for a phone's width; the panel's heading says what the points are.
+        title: format!("ε by layer: d_in = {}, {}{side}", last.0, last.1),
         points,
         reference,
     })

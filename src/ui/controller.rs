@@ -361,6 +361,10 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
 /// Analyses a source: the located embedding, or `tensor` when the user picked one. A folder's
 /// dictionaries still queued are dropped: the user asked for something else.
 pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<String>) {
+    // A finished folder's line goes with the next analysis; a running one says why it stopped.
+    if state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| !q.running)) {
+        state.queue.set(None);
+    }
     stop_queue(state, "another model was opened");
     run_source(state, source, files, tensor);
 }
@@ -474,7 +478,13 @@ fn next_in_queue(state: State) {
                     q.current.clone_from(&label);
                 }
             });
-            set_timeout(move || run_queued(state, label, files), std::time::Duration::ZERO);
+            // Cancel, or another model opened, before the timer fires ends the queue.
+            let go_on = move || {
+                if state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| q.running)) {
+                    run_queued(state, label, files);
+                }
+            };
+            set_timeout(go_on, std::time::Duration::ZERO);
         }
         None => {
             state.queue.update(|q| {

@@ -97,10 +97,10 @@ pub fn LayersPanel(
             <section class="layers" data-testid="layer-chart" aria-labelledby="layers-title">
                 <h2 id="layers-title">"Features layer by layer"</h2>
                 <p class="note">
-                    "ε of each dictionary's feature directions (its decoder rows) against the layer it reads: the features' ε, not the paper's embedding ε. The shaded band is the gap between the classes."
+                    "ε of each dictionary's feature directions (its decoder rows) against the layer it reads: the features' ε, not the paper's embedding ε. Where the range reaches ε from 0.1 to 0.2, the gap between the classes is shaded."
                 </p>
                 <ChartCanvas spec=spec testid="layer-chart-canvas" file_stem="orthoscope-layers".to_string() />
-                <p class="exports">
+                <p class="exports layer-exports">
                     <button type="button" class="small" on:click=csv aria-label="Download the layer chart's points as CSV">"CSV"</button>
                 </p>
                 {reference}

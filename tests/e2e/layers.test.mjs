@@ -19,6 +19,17 @@ after(() => server?.close());
 
 const FIXTURES = join(ROOT, "target/release/orthoscope-fixtures");
 const CLI = join(ROOT, "target/release/orthoscope");
+const AXE = readFileSync(join(ROOT, "node_modules/axe-core/axe.min.js"), "utf8");
+
+/** axe-core's violations (WCAG 2.x A and AA) inside `selector`. */
+async function axeViolations(page, selector) {
+  await page.evaluate(AXE);
+  return page.evaluate(async (selector) => {
+    const r = await window.axe.run(document.querySelector(selector), { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } });
+    return r.violations.map((v) => `${v.id}: ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(" | ")}`);
+  }, selector);
+}
+
 const run = (bin, ...args) => {
   if (!existsSync(bin)) throw new Error(`${bin} is missing: see scripts/test.sh for how it is built`);
   return execFileSync(bin, args, { encoding: "utf8", maxBuffer: 64 << 20 });
@@ -107,6 +118,9 @@ test("a folder of three layers' dictionaries: three exact reports, and the chart
       await b.page.waitForTimeout(300);
       const box = await chart.boundingBox();
       assert.ok(box.x >= 0 && box.x + box.width <= width + 0.5, `chart ${JSON.stringify(box)} at ${width} px`);
+      const overflow = await b.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(overflow <= 0, `no sideways scrolling at ${width} px (${overflow} px)`);
+      assert.deepEqual(await axeViolations(b.page, '[data-testid="layer-chart"]'), [], `layer chart at ${width} px`);
       await chart.screenshot({ path: join(OUT, `layers-${width}.png`) });
     }
     assertClean(b);
