@@ -11,8 +11,9 @@ use std::collections::HashMap;
 
 use orthoscope::charts::layout::{CHAR_EM, FONT_AXIS, FONT_TICK, LINE_EM, MIN_PLOT_HEIGHT, MIN_PLOT_WIDTH};
 use orthoscope::charts::{
-    capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, Axis, ChartError, ChartText,
-    Counted, FrameSpec, HistogramChart, HistogramSeries, Marker, PlotFrame, Scale, Sizes, Theme, YTitle, FORMULA_NAMES,
+    capacity_vs_dim_svg, capacity_vs_epsilon_svg, draw_histogram, hex, histogram_svg, layer_chart_of, layers_svg, Axis,
+    ChartError, ChartText, Counted, FrameSpec, HistogramChart, HistogramSeries, LayerChart, LayerPoint, Marker,
+    PlotFrame, Scale, Sizes, Theme, YTitle, FORMULA_NAMES,
 };
 use orthoscope::fixtures::synth::{class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::pass::stats::SampledHistogram;
@@ -773,4 +774,169 @@ fn the_plotters_charts_frame_follows_the_shared_margins() {
         // Below the frame the histogram holds exactly the shared rows: tick, x labels, x title.
         assert_eq!(fr.3, shared.bottom, "{w}×{h}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ε against the layer (a model's dictionaries, docs/method.md §10)
+// ---------------------------------------------------------------------------------------------
+
+fn layer_chart(points: &[(u64, f64)], reference: Option<f64>) -> LayerChart {
+    LayerChart {
+        title: "Dictionary features, layer by layer".into(),
+        points: points
+            .iter()
+            .map(|&(layer, epsilon)| LayerPoint { layer, epsilon, label: format!("layers.{layer}") })
+            .collect(),
+        reference: reference.map(|e| ("model.embed_tokens.weight".to_string(), e)),
+    }
+}
+
+fn layers_svg_of(chart: &LayerChart, theme: &Theme, w: u32, h: u32, name: &str) -> (String, ChartText) {
+    let (svg, text) = layers_svg(chart, theme, w, h).expect("layer chart draws");
+    write_for_eyes(name, &svg);
+    (svg, text)
+}
+
+/// The points' centres, left to right as drawn.
+fn circles(els: &[El]) -> Vec<(f64, f64)> {
+    els.iter().filter(|e| e.tag == "circle").map(|e| (e.f("cx"), e.f("cy"))).collect()
+}
+
+#[test]
+fn layer_points_are_drawn_and_listed_in_layer_order() {
+    let theme = Theme::light();
+    // Given out of order; ε rises with the layer except at layer 9.
+    let chart = layer_chart(&[(9, 0.21), (2, 0.12), (5, 0.30)], None);
+    let (svg, text) = layers_svg_of(&chart, &theme, 640, 360, "layers");
+    assert_clean(&svg, &theme, (640.0, 360.0), 11.0, &[]);
+    let els = parse(&svg);
+    let pts = circles(&els);
+    assert_eq!(pts.len(), 3, "{svg}");
+    let fr = frame(&els, &theme);
+    // Every point inside the frame; drawn in layer order: x rises; higher ε is higher up.
+    for p in &pts {
+        assert!(p.0 > fr.0 && p.0 < fr.2 && p.1 > fr.1 && p.1 < fr.3, "{p:?} outside {fr:?}");
+    }
+    assert!(pts[0].0 < pts[1].0 && pts[1].0 < pts[2].0, "{pts:?}");
+    assert!(pts[1].1 < pts[2].1 && pts[2].1 < pts[0].1, "{pts:?}");
+    // Layer 5 sits 3/7 of the way from layer 2 to layer 9.
+    let t = (pts[1].0 - pts[0].0) / (pts[2].0 - pts[0].0);
+    assert!((t - 3.0 / 7.0).abs() < 0.02, "{t}");
+    let at = |s: &str| text.alt.find(s).unwrap_or_else(|| panic!("{s} not in {}", text.alt));
+    assert!(at("layer 2 (layers.2) ε = 0.12") < at("layer 5 (layers.5) ε = 0.3") && at("layer 5") < at("layer 9"));
+    let csv = chart.csv();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "layer,label,epsilon,class");
+    assert_eq!(rows[1..].iter().map(|r| r.split(',').next().unwrap()).collect::<Vec<_>>(), ["2", "5", "9"]);
+    assert!(rows[1].contains("between the classes") && rows[2].contains("Class 1"), "{csv}");
+    // The gap between the classes lies inside this range: shaded and in the legend.
+    assert!(texts(&els).iter().any(|t| t.text.contains("between the classes")));
+    // Whole layers only on the x axis.
+    let below: Vec<&str> = texts(&els)
+        .into_iter()
+        .filter(|t| t.f("y") > fr.3 && t.a("text-anchor") == "middle")
+        .map(|t| t.text.as_str())
+        .collect();
+    assert!(below.iter().all(|l| *l == "layer" || l.parse::<u64>().is_ok()), "{below:?}");
+}
+
+#[test]
+fn the_embedding_reference_line_is_drawn_only_when_given() {
+    for theme in [Theme::light(), Theme::dark()] {
+        let mu = hex(theme.mu);
+        let horizontal_in_plot = |svg: &str| -> Vec<f64> {
+            let els = parse(svg);
+            let fr = frame(&els, &theme);
+            lines_in(&els, &mu)
+                .into_iter()
+                .flat_map(|l| l.points())
+                .filter(|p| p.1 > fr.1 && p.1 < fr.3)
+                .map(|p| p.1)
+                .collect()
+        };
+        let without = layer_chart(&[(0, 0.05), (1, 0.07), (2, 0.06)], None);
+        let (svg, text) = layers_svg_of(&without, &theme, 640, 360, &format!("layers-no-reference-{}", theme.name));
+        assert!(horizontal_in_plot(&svg).is_empty(), "a reference line without an embedding");
+        assert!(!text.alt.contains("embedding"), "{}", text.alt);
+        assert!(!without.csv().contains("embedding"));
+        let with = LayerChart { reference: Some(("model.embed_tokens.weight".into(), 0.04)), ..without };
+        let (svg, text) = layers_svg_of(&with, &theme, 640, 360, &format!("layers-reference-{}", theme.name));
+        assert_clean(&svg, &theme, (640.0, 360.0), 11.0, &[]);
+        let ys = horizontal_in_plot(&svg);
+        assert!(!ys.is_empty(), "no reference line");
+        assert!(ys.iter().all(|&y| y == ys[0]), "the reference is not horizontal: {ys:?}");
+        // Below every point (0.04 < every ε).
+        let lowest = circles(&parse(&svg)).iter().map(|p| p.1).fold(f64::MIN, f64::max);
+        assert!(ys[0] > lowest, "{} vs {lowest}", ys[0]);
+        assert!(text.alt.contains("input embedding's ε = 0.04"), "{}", text.alt);
+        assert!(with.csv().lines().last().unwrap().contains("embedding: model.embed_tokens.weight"));
+    }
+}
+
+#[test]
+fn no_point_one_point_and_a_phone_draw_without_panic() {
+    let theme = Theme::light();
+    let (svg, text) = layers_svg_of(&layer_chart(&[], None), &theme, 640, 360, "layers-empty");
+    assert_clean(&svg, &theme, (640.0, 360.0), 11.0, &["no dictionary with a known layer"]);
+    assert!(circles(&parse(&svg)).is_empty());
+    assert!(text.alt.contains("no dictionary"));
+    let (svg, _) = layers_svg_of(&layer_chart(&[(12, 0.08)], Some(0.08)), &theme, 640, 360, "layers-one");
+    assert_clean(&svg, &theme, (640.0, 360.0), 11.0, &[]);
+    assert_eq!(circles(&parse(&svg)).len(), 1);
+    // Many layers at a phone's width, and a point with no finite ε left out and noted.
+    let many: Vec<(u64, f64)> = (0..26).map(|l| (l, 0.05 + 0.004 * l as f64)).chain([(26, f64::NAN)]).collect();
+    let (svg, text) = layers_svg_of(&layer_chart(&many, Some(0.03)), &theme, 375, 300, "layers-phone");
+    assert_clean(&svg, &theme, (375.0, 300.0), 11.0, &[]);
+    assert_eq!(circles(&parse(&svg)).len(), 26);
+    assert_eq!(text.notes.len(), 1, "{:?}", text.notes);
+}
+
+/// A report of the generated matrix, made a dictionary's of `layer` (width `d_in`, layout `layout`).
+fn dictionary_report(base: &Report, layer: Option<u64>, d_in: u64, layout: &str, epsilon: f64) -> Report {
+    use orthoscope::read::dictionary::Dictionary;
+    use orthoscope::result::report::DictionaryReport;
+    let dictionary = Dictionary {
+        d_sae: 512,
+        d_in,
+        layer,
+        hook: layer.map(|l| format!("layers.{l}")),
+        architecture: Some("topk".into()),
+        source_layout: layout.into(),
+        decoder: "W_dec".into(),
+        columns_are_features: false,
+        transcoder: false,
+        d_out: None,
+    };
+    let mut r = base.clone();
+    r.tensor_role = orthoscope::read::locate::TensorRole::SaeDecoder;
+    r.epsilon = epsilon;
+    r.dictionary = Some(DictionaryReport { dictionary, log10_capacity_used: None });
+    r
+}
+
+#[test]
+fn a_sessions_layer_chart_holds_the_last_models_dictionaries_and_its_embedding() {
+    let embedding = report(&trained_like(300, 64, 3), 300, 64);
+    assert_eq!(embedding.dim, 64);
+    let narrow = report(&trained_like(300, 32, 4), 300, 32);
+    let session = [
+        embedding.clone(),
+        // Another model's dictionary (another width) analysed earlier: not on this chart.
+        dictionary_report(&embedding, Some(5), 32, "sparsify", 0.5),
+        dictionary_report(&embedding, Some(2), 64, "sparsify", 0.09),
+        dictionary_report(&embedding, None, 64, "sparsify", 0.4),
+        dictionary_report(&embedding, Some(0), 64, "sparsify", 0.07),
+        narrow,
+    ];
+    let chart = layer_chart_of(&session).expect("dictionaries with layers");
+    let layers: Vec<u64> = chart.ordered().iter().map(|p| p.layer).collect();
+    assert_eq!(layers, [0, 2]);
+    assert_eq!(chart.ordered()[0].label, "layers.0");
+    assert_eq!(chart.reference, Some(("model.embed_tokens.weight".to_string(), embedding.epsilon)));
+    // No embedding of the dictionaries' width: no reference.
+    let chart = layer_chart_of(&session[1..]).unwrap();
+    assert_eq!(chart.reference, None);
+    // No dictionary with a layer: no chart.
+    assert!(layer_chart_of(&session[..1]).is_none());
+    assert!(layer_chart_of(&[dictionary_report(&embedding, None, 64, "saelens", 0.1)]).is_none());
 }

@@ -5,6 +5,8 @@
 //! - [`draw_histogram`]: pairwise cosines as in the paper's Fig. 1/2 (`docs/method.md` §6): step
 //!   outline, y = % of pairs per bin, μ and ε as vertical lines, overlays and a dashed random-init
 //!   reference.
+//! - [`draw_layers`]: ε of a model's dictionaries against the layer (§10), the embedding's ε as a
+//!   dashed reference.
 //! - [`draw_capacity_vs_epsilon`], [`draw_capacity_vs_dim`]: the four capacity formulas around the
 //!   model's ε and d (§2), showing how sensitive the capacity is (§7).
 //!
@@ -23,6 +25,7 @@
 //! `font-size = size / 1.24`.
 
 mod histogram;
+mod layers;
 pub mod layout;
 mod sensitivity;
 
@@ -31,6 +34,7 @@ use plotters::prelude::{DrawingArea, DrawingBackend, IntoDrawingArea, SVGBackend
 use plotters::style::RGBColor;
 
 pub use histogram::{draw_histogram, histogram_text, Counted, HistogramChart, HistogramSeries, Marker, MarkerKind};
+pub use layers::{draw_layers, layer_chart_of, layer_chart_text, LayerChart, LayerPoint};
 pub use layout::{Axis, FrameSpec, FrameTooSmall, PlotFrame, Scale, Sizes, Strip, YTitle};
 pub use sensitivity::{
     capacity_vs_dim_text, capacity_vs_epsilon_text, draw_capacity_vs_dim, draw_capacity_vs_epsilon, FORMULA_NAMES,
@@ -182,6 +186,16 @@ pub fn histogram_svg(
     height: u32,
 ) -> Result<(String, ChartText), ChartError> {
     to_svg(width, height, |area, s| histogram::draw(area, chart, theme, s))
+}
+
+/// The layer chart as a standalone SVG document, with its text.
+pub fn layers_svg(
+    chart: &LayerChart,
+    theme: &Theme,
+    width: u32,
+    height: u32,
+) -> Result<(String, ChartText), ChartError> {
+    to_svg(width, height, |area, s| layers::draw(area, chart, theme, s))
 }
 
 /// Capacity against ε as a standalone SVG document, with its text.

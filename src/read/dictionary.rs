@@ -361,6 +361,78 @@ pub fn dead_latents(
     Ok(RowRanges::from_ranges(dead))
 }
 
+/// The files each published layout saves a dictionary with, one per dictionary (lower case): a
+/// folder holding one of them is one dictionary (SAELens's and sparsify's `cfg.json`, Llama Scope's
+/// `hyperparams.json`, their weights, Gemma Scope's `params.npz` and `params.safetensors`).
+const DICTIONARY_FILES: [&str; 6] =
+    ["cfg.json", "hyperparams.json", "sae.safetensors", "sae_weights.safetensors", "params.npz", "params.safetensors"];
+
+/// One dictionary among the files of a folder: the files of its own folder, as the CLI's
+/// `analyze --each` reads a folder given to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FolderDictionary {
+    /// Its folder, as the paths name it (`sae/layers.3`).
+    pub folder: String,
+    /// The layer its folder names, if any (`layers.3`, `layer_20/width_16k/…`); the Report's own
+    /// `dictionary.layer` (which may come from its config) is what a chart plots.
+    pub layer: Option<u64>,
+    /// Indices into the paths given, in the order given.
+    pub files: Vec<usize>,
+}
+
+/// The dictionaries among the relative paths of a folder's files (a browser's folder picker or
+/// drop: `top/layers.3/cfg.json`), each its own model, in layer order (then by folder), as
+/// `analyze --each` would read them given each folder. A folder is one dictionary when it holds
+/// one of the files a layout saves a dictionary with; its files are those directly in it, and for
+/// Llama Scope `checkpoints/final.safetensors` beside its `hyperparams.json`. Files outside these
+/// folders are no dictionary's (a trainer's optimizer state, its run config). Fewer than two
+/// dictionaries: the folder is read as one model, as any folder is, and the answer is empty.
+pub fn dictionaries_in_folder(paths: &[String]) -> Vec<FolderDictionary> {
+    let split = |p: &str| -> (String, String) {
+        let p = p.replace('\\', "/");
+        match p.rsplit_once('/') {
+            Some((folder, name)) => (folder.to_string(), name.to_ascii_lowercase()),
+            None => (String::new(), p.to_ascii_lowercase()),
+        }
+    };
+    let parts: Vec<(String, String)> = paths.iter().map(|p| split(p)).collect();
+    let mut folders: Vec<&str> = parts
+        .iter()
+        .filter(|(_, name)| DICTIONARY_FILES.contains(&name.as_str()))
+        .map(|(folder, _)| folder.as_str())
+        .collect();
+    folders.sort_unstable();
+    folders.dedup();
+    // Llama Scope's weights lie one folder down: that folder is part of its parent's dictionary,
+    // not one of its own.
+    let has = |folder: &str, file: &str| parts.iter().any(|(f, n)| f == folder && n == file);
+    fn parent_of_checkpoints(folder: &str) -> Option<&str> {
+        folder.strip_suffix("/checkpoints").or((folder == "checkpoints").then_some(""))
+    }
+    let llama_weights = |folder: &str| parent_of_checkpoints(folder).filter(|up| has(up, "hyperparams.json")).is_some();
+    let llama_weights_of = |folder: &str, up: &str| parent_of_checkpoints(folder) == Some(up) && llama_weights(folder);
+    folders.retain(|f| !llama_weights(f));
+    if folders.len() < 2 {
+        return Vec::new();
+    }
+    let mut dictionaries: Vec<FolderDictionary> = folders
+        .into_iter()
+        .map(|folder| {
+            let files = (0..parts.len())
+                .filter(|&i| {
+                    parts.get(i).is_some_and(|(f, name)| {
+                        f == folder || (name == "final.safetensors" && llama_weights_of(f, folder))
+                    })
+                })
+                .collect();
+            FolderDictionary { folder: folder.to_string(), layer: layer_in(folder), files }
+        })
+        .collect();
+    // Layer by layer; a folder that names no layer after those that do.
+    dictionaries.sort_by(|a, b| (a.layer.is_none(), a.layer, &a.folder).cmp(&(b.layer.is_none(), b.layer, &b.folder)));
+    dictionaries
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,5 +448,59 @@ mod tests {
         assert_eq!(layer_in("params.npz"), None);
         assert_eq!(layer_in("multilayer_4"), None);
         assert_eq!(layer_in("layer_4x"), None);
+    }
+
+    fn folders(paths: &[&str]) -> Vec<(String, Option<u64>, Vec<usize>)> {
+        let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+        dictionaries_in_folder(&paths).into_iter().map(|d| (d.folder, d.layer, d.files)).collect()
+    }
+
+    #[test]
+    fn a_folder_of_layers_splits_into_one_dictionary_per_layer_in_layer_order() {
+        // sparsify's checkpoint: a run config and optimizer state beside `layers.N/`, N past 9.
+        let got = folders(&[
+            "run/config.json",
+            "run/optimizer_0.pt",
+            "run/layers.10/cfg.json",
+            "run/layers.10/sae.safetensors",
+            "run/layers.2/sae.safetensors",
+            "run/layers.2/cfg.json",
+            "run/layers.9/cfg.json",
+            "run/layers.9/sae.safetensors",
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                ("run/layers.2".to_string(), Some(2), vec![4, 5]),
+                ("run/layers.9".to_string(), Some(9), vec![6, 7]),
+                ("run/layers.10".to_string(), Some(10), vec![2, 3]),
+            ]
+        );
+        // Gemma Scope: the layer is two folders up; a folder without one comes last.
+        let got = folders(&[
+            "gs/layer_20/width_16k/average_l0_71/params.npz",
+            "gs/layer_5/width_16k/average_l0_40/params.npz",
+            "gs/extra/params.npz",
+        ]);
+        let layers: Vec<Option<u64>> = got.iter().map(|g| g.1).collect();
+        assert_eq!(layers, [Some(5), Some(20), None]);
+        // Llama Scope's weights one folder down belong to the folder of their hyperparams.json.
+        let got = folders(&[
+            "ls/L3R/hyperparams.json",
+            "ls/L3R/checkpoints/final.safetensors",
+            "ls/L7R/hyperparams.json",
+            "ls/L7R/checkpoints/final.safetensors",
+        ]);
+        assert_eq!(got, vec![("ls/L3R".to_string(), None, vec![0, 1]), ("ls/L7R".to_string(), None, vec![2, 3])]);
+    }
+
+    #[test]
+    fn one_dictionary_or_a_model_folder_is_not_split() {
+        assert!(folders(&["sae/cfg.json", "sae/sae_weights.safetensors", "sae/sparsity.safetensors"]).is_empty());
+        assert!(folders(&["m/config.json", "m/model.safetensors", "m/tokenizer.json"]).is_empty());
+        assert!(folders(&["ls/hyperparams.json", "ls/checkpoints/final.safetensors"]).is_empty());
+        assert!(folders(&[]).is_empty());
+        // Files given by name alone (no folders) are one folder: one dictionary at most.
+        assert!(folders(&["cfg.json", "sae.safetensors"]).is_empty());
     }
 }

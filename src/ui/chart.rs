@@ -49,6 +49,8 @@ pub enum ChartSpec {
     CapacityVsEpsilon { d: u64, epsilon: f64, ci: Option<[f64; 2]> },
     /// log10 capacity against d at the model's ε.
     CapacityVsDim { d: u64, epsilon: f64 },
+    /// ε of a model's dictionaries against the layer (docs/method.md §10).
+    Layers(charts::LayerChart),
 }
 
 /// Draws a spec on any plotters backend: the one dispatch shared by the canvas and the SVG export.
@@ -66,6 +68,7 @@ pub fn render<DB: DrawingBackend>(
             charts::draw_capacity_vs_epsilon(area, *d, *epsilon, *ci, theme, scale)
         }
         ChartSpec::CapacityVsDim { d, epsilon } => charts::draw_capacity_vs_dim(area, *d, *epsilon, theme, scale),
+        ChartSpec::Layers(chart) => charts::draw_layers(area, chart, theme, scale),
     }
 }
 
@@ -80,6 +83,7 @@ pub fn svg_of(spec: &ChartSpec, theme: &Theme, width: u32, height: u32) -> Resul
             charts::capacity_vs_epsilon_svg(*d, *epsilon, *ci, theme, width, height)
         }
         ChartSpec::CapacityVsDim { d, epsilon } => charts::capacity_vs_dim_svg(*d, *epsilon, theme, width, height),
+        ChartSpec::Layers(chart) => charts::layers_svg(chart, theme, width, height),
     }?;
     Ok(svg.0)
 }

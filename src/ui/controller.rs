@@ -6,6 +6,7 @@
 //! the previous result stays on screen until the next one replaces it.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -15,6 +16,7 @@ use super::params::Params;
 use super::session::Session;
 use crate::explain::geometry::geometry_expected;
 use crate::explain::neighbours::Neighbours;
+use crate::read::dictionary::dictionaries_in_folder;
 use crate::read::matrix::Query;
 use crate::result::permalink;
 use crate::result::report::{significant, Report};
@@ -57,6 +59,19 @@ pub enum Provenance {
     Permalink,
 }
 
+/// A folder of several dictionaries, analysed one after another (`LayersPanel` shows it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayerQueue {
+    pub total: usize,
+    /// Dictionaries whose Report is in the session.
+    pub done: usize,
+    /// What runs now ("layer 3 — dictionary 4 of 12 (run/layers.3)").
+    pub current: String,
+    pub running: bool,
+    /// Why the queue ended before its last dictionary (a failure, Cancel, another model opened).
+    pub stopped: Option<String>,
+}
+
 /// All page state, as copyable signals.
 #[derive(Clone, Copy)]
 pub struct State {
@@ -92,6 +107,8 @@ pub struct State {
     /// Share of the centred pass done while it runs.
     pub centred_progress: RwSignal<Option<f64>>,
     pub centred_message: RwSignal<String>,
+    /// The folder of dictionaries being analysed one after another, or last analysed so.
+    pub queue: RwSignal<Option<LayerQueue>>,
 }
 
 impl State {
@@ -116,6 +133,7 @@ impl State {
             neighbours_message: RwSignal::new(String::new()),
             centred_progress: RwSignal::new(None),
             centred_message: RwSignal::new(String::new()),
+            queue: RwSignal::new(None),
         }
     }
 }
@@ -134,6 +152,8 @@ struct Controller {
     current: Option<(SourceSpec, Vec<File>)>,
     /// Id of the current run; responses of older runs are dropped.
     run: u64,
+    /// The dictionaries of a folder still to analyse after the current one: (label, files).
+    pending: VecDeque<(String, Vec<File>)>,
 }
 
 thread_local! {
@@ -150,7 +170,9 @@ pub fn init(state: State, params: Params) {
     let fragment = web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default();
     let source = params.source();
     state.demo.set(params.demo.clone());
-    CONTROLLER.with(|c| *c.borrow_mut() = Some(Controller { client: None, params, current: None, run: 0 }));
+    CONTROLLER.with(|c| {
+        *c.borrow_mut() = Some(Controller { client: None, params, current: None, run: 0, pending: VecDeque::new() })
+    });
     if !fragment.trim_start_matches('#').is_empty() {
         show_permalink(state, &fragment);
         return;
@@ -198,12 +220,14 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
                         r.geometry = Some(geometry);
                     }
                 });
+                next_in_queue(state);
             }
             return;
         }
         Response::GeometryFailed { message } => {
             state.geometry_pending.set(false);
             state.geometry_message.set(message);
+            next_in_queue(state);
             return;
         }
         Response::Neighbours(n) => {
@@ -293,19 +317,36 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
             state.neighbours_message.set(String::new());
             state.centred_progress.set(None);
             state.centred_message.set(String::new());
-            let centred = report.exact && CONTROLLER.with(|c| c.borrow().as_ref().is_some_and(|c| c.params.centred));
+            let queued = state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| q.running));
+            // A folder's dictionaries go on to the next instead of a second pass over this one.
+            let centred =
+                !queued && report.exact && CONTROLLER.with(|c| c.borrow().as_ref().is_some_and(|c| c.params.centred));
             state.report.set(Some(report));
             state.progress.set(None);
             state.status.set(Status::Done);
+            if queued {
+                state.queue.update(|q| {
+                    if let Some(q) = q {
+                        q.done += 1;
+                    }
+                });
+                next_in_queue(state);
+            }
             if centred {
                 compute_centred(state);
             }
         }
         Response::Failed { message } => {
             state.progress.set(None);
+            let message = match state.queue.get_untracked().filter(|q| q.running) {
+                Some(q) => format!("{}: {message}", q.current),
+                None => message,
+            };
+            stop_queue(state, &message);
             fail(state, message);
         }
         Response::Choose { opened, message } => {
+            stop_queue(state, "a folder held no dictionary Orthoscope reads");
             state.progress.set(None);
             state.opened.set(Some(opened));
             // No ε stays on screen that a reader could take for these files'.
@@ -317,8 +358,18 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
     }
 }
 
-/// Analyses a source: the located embedding, or `tensor` when the user picked one.
+/// Analyses a source: the located embedding, or `tensor` when the user picked one. A folder's
+/// dictionaries still queued are dropped: the user asked for something else.
 pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<String>) {
+    // A finished folder's line goes with the next analysis; a running one says why it stopped.
+    if state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| !q.running)) {
+        state.queue.set(None);
+    }
+    stop_queue(state, "another model was opened");
+    run_source(state, source, files, tensor);
+}
+
+fn run_source(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<String>) {
     // The status flips before anything else, so a watcher never mistakes the previous "done" for
     // this run. The previous result stays on display until this one replaces it.
     state.status.set(Status::Running);
@@ -357,9 +408,11 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
         let crash = if source == SourceSpec::Files { c.params.crash.take() } else { None };
         let size = pool_size(c.params.workers);
         let pool = c.client.get_or_insert_with(|| Pool::new(size, move |envelope| on_response(state, envelope)));
+        // A folder's dictionaries are each analysed exactly, as with `?exact=1`.
+        let queued = state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| q.running));
         let settings = RunSettings {
             seed: c.params.seed,
-            stop_after_rows: c.params.rows,
+            stop_after_rows: if queued { None } else { c.params.rows },
             precision: c.params.precision,
             gpu: c.params.gpu,
             crash,
@@ -369,11 +422,104 @@ pub fn start(state: State, source: SourceSpec, files: Vec<File>, tensor: Option<
     });
 }
 
-/// Files chosen or dropped by the user: one model file, or shards (with their index, if any).
+/// Files chosen or dropped by the user: one model file, or shards (with their index, if any), or a
+/// folder. A folder of several dictionaries (named by their relative paths) is analysed one
+/// dictionary after another, each exactly, each its own row of the session.
 pub fn open_files(state: State, files: Vec<File>) {
-    if !files.is_empty() {
-        start(state, SourceSpec::Files, files, None);
+    if files.is_empty() {
+        return;
     }
+    let paths: Vec<String> = files.iter().map(File::name).collect();
+    let dictionaries = dictionaries_in_folder(&paths);
+    if dictionaries.len() < 2 {
+        start(state, SourceSpec::Files, files, None);
+        return;
+    }
+    let total = dictionaries.len();
+    let mut pending: VecDeque<(String, Vec<File>)> = dictionaries
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let layer = d.layer.map_or_else(|| "layer unknown".to_string(), |l| format!("layer {l}"));
+            let label = format!("{layer} — dictionary {} of {total} ({})", i + 1, d.folder);
+            (label, d.files.iter().filter_map(|&f| files.get(f).cloned()).collect())
+        })
+        .collect();
+    let Some((label, first)) = pending.pop_front() else { return };
+    stop_queue(state, "another model was opened");
+    CONTROLLER.with(|c| {
+        if let Some(c) = c.borrow_mut().as_mut() {
+            c.pending = pending;
+        }
+    });
+    state.exact_only.set(true);
+    state.queue.set(Some(LayerQueue { total, done: 0, current: label.clone(), running: true, stopped: None }));
+    run_queued(state, label, first);
+}
+
+fn run_queued(state: State, label: String, files: Vec<File>) {
+    run_source(state, SourceSpec::Files, files, None);
+    state.source_label.set(label.clone());
+    state.announcement.set(format!("Analysing {label}…"));
+}
+
+/// Starts the folder's next dictionary once the one on display is done (with its geometry, which
+/// follows it): on a fresh turn of the event loop, outside the worker's message handler.
+fn next_in_queue(state: State) {
+    let waiting = state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| q.running));
+    if !waiting || state.status.get_untracked() != Status::Done || state.geometry_pending.get_untracked() {
+        return;
+    }
+    let next = CONTROLLER.with(|c| c.borrow_mut().as_mut().and_then(|c| c.pending.pop_front()));
+    match next {
+        Some((label, files)) => {
+            state.queue.update(|q| {
+                if let Some(q) = q {
+                    q.current.clone_from(&label);
+                }
+            });
+            // Cancel, or another model opened, before the timer fires ends the queue.
+            let go_on = move || {
+                if state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| q.running)) {
+                    run_queued(state, label, files);
+                }
+            };
+            set_timeout(go_on, std::time::Duration::ZERO);
+        }
+        None => {
+            state.queue.update(|q| {
+                if let Some(q) = q {
+                    q.running = false;
+                }
+            });
+            restore_exact(state);
+            let total = state.queue.with_untracked(|q| q.as_ref().map_or(0, |q| q.total));
+            state.announcement.set(format!("All {total} dictionaries of the folder analysed."));
+        }
+    }
+}
+
+/// Ends a running queue (its remaining dictionaries are not analysed), saying why.
+fn stop_queue(state: State, why: &str) {
+    CONTROLLER.with(|c| {
+        if let Some(c) = c.borrow_mut().as_mut() {
+            c.pending.clear();
+        }
+    });
+    if state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| q.running)) {
+        state.queue.update(|q| {
+            if let Some(q) = q {
+                q.running = false;
+                q.stopped = Some(why.to_string());
+            }
+        });
+        restore_exact(state);
+    }
+}
+
+fn restore_exact(state: State) {
+    let exact = CONTROLLER.with(|c| c.borrow().as_ref().is_some_and(|c| c.params.exact));
+    state.exact_only.set(exact);
 }
 
 /// Re-runs the current source with another tensor.
@@ -413,6 +559,7 @@ pub fn cancel(state: State) {
             }
         }
     });
+    stop_queue(state, "cancelled");
     state.progress.set(None);
     state.message.set("Cancelled.".into());
     state.announcement.set("Cancelled.".into());

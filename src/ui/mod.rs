@@ -7,6 +7,7 @@ mod controller;
 mod embed;
 mod explore;
 mod geometry;
+mod layers;
 mod open;
 mod params;
 mod progress;
@@ -25,7 +26,8 @@ use compare::Compare;
 pub use controller::State;
 use controller::Status;
 use embed::EmbedCard;
-use open::{dropped_files, OpenPanel, TensorPicker};
+use layers::LayersPanel;
+use open::{open_dropped, OpenPanel, TensorPicker};
 pub use params::Params;
 use progress::ProgressPanel;
 use result::ReportPanel;
@@ -110,7 +112,7 @@ pub fn App() -> impl IntoView {
     let _ = window_event_listener(ev::drop, move |e| {
         e.prevent_default();
         dragging.set(false);
-        controller::open_files(state, dropped_files(&e));
+        open_dropped(state, &e);
     });
     view! {
         <header class="top">
@@ -127,6 +129,7 @@ pub fn App() -> impl IntoView {
             <TensorPicker state=state />
             <ProgressPanel state=state />
             <ReportPanel state=state />
+            <LayersPanel state=state />
             <Table1Map state=state />
             <Compare state=state />
         </main>

@@ -1,8 +1,10 @@
 //! Choosing what to analyse: files (or a folder) by picker or drop, a built-in demo, and the tensor.
 //! Lists start a run on an explicit choice (a button), never on each arrow key.
 
+use js_sys::{Array, Function, Promise, Reflect};
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 use web_sys::{Event, File, HtmlInputElement};
 
 use super::controller::{self, State, Status};
@@ -11,7 +13,23 @@ use crate::read::locate::TensorRole;
 
 pub fn files_of(list: Option<web_sys::FileList>) -> Vec<File> {
     let Some(list) = list else { return Vec::new() };
-    (0..list.length()).filter_map(|i| list.get(i)).collect()
+    (0..list.length()).filter_map(|i| list.get(i)).map(|f| named_by_path(&f, &relative_path(&f))).collect()
+}
+
+/// A file of a chosen folder's path inside it (`run/layers.3/cfg.json`); empty for a file chosen alone.
+fn relative_path(file: &File) -> String {
+    Reflect::get(file, &JsValue::from_str("webkitRelativePath")).ok().and_then(|p| p.as_string()).unwrap_or_default()
+}
+
+/// The same file (its bytes are not copied) named by its path in the folder, so the reader sees
+/// the folders a dictionary's layer and hook are named by and a folder of several dictionaries
+/// splits into them. A file with no folder keeps its name.
+fn named_by_path(file: &File, path: &str) -> File {
+    let path = path.trim_start_matches('/');
+    if path.is_empty() || path == file.name() {
+        return file.clone();
+    }
+    File::new_with_blob_sequence(&Array::of1(file), path).unwrap_or_else(|_| file.clone())
 }
 
 /// The file input (`data-testid="file-input"`, several files at once), a folder input and the demos.
@@ -45,7 +63,7 @@ pub fn OpenPanel(
                 <input type="file" data-testid="file-input" multiple on:change=on_change />
             </label>
             <label class="pick folder">
-                <span>"… or a whole model folder:"</span>
+                <span>"… or a whole model folder (one with several SAE dictionaries is analysed layer by layer):"</span>
                 <input type="file" data-testid="folder-input" prop:webkitdirectory=true multiple on:change=on_change />
             </label>
             </div>
@@ -146,7 +164,83 @@ pub fn TensorPicker(
     }
 }
 
-/// The files of a drop, if it carried any.
-pub fn dropped_files(ev: &web_sys::DragEvent) -> Vec<File> {
-    files_of(ev.data_transfer().and_then(|d| d.files()))
+/// Opens what a drop carried: its files, and the files inside any folder dropped (walked through
+/// the entries API, each named by its path in the folder). The entries must be taken while the
+/// drop event is dispatched; they are read afterwards.
+pub fn open_dropped(state: State, ev: &web_sys::DragEvent) {
+    let Some(transfer) = ev.data_transfer() else { return };
+    let entries = dropped_entries(&transfer);
+    let has_folder = entries.iter().any(|e| flag(e, "isDirectory"));
+    if !has_folder {
+        controller::open_files(state, files_of(transfer.files()));
+        return;
+    }
+    wasm_bindgen_futures::spawn_local(async move {
+        let files = walk(entries).await;
+        controller::open_files(state, files);
+    });
+}
+
+/// `DataTransferItem.webkitGetAsEntry()` of every item (none where the browser offers no entries).
+fn dropped_entries(transfer: &web_sys::DataTransfer) -> Vec<JsValue> {
+    let Ok(items) = Reflect::get(transfer, &JsValue::from_str("items")) else { return Vec::new() };
+    let len = Reflect::get(&items, &JsValue::from_str("length")).ok().and_then(|l| l.as_f64()).unwrap_or(0.0) as u32;
+    (0..len)
+        .filter_map(|i| Reflect::get_u32(&items, i).ok())
+        .filter_map(|item| call(&item, "webkitGetAsEntry", &[]).ok())
+        .filter(|e| e.is_object())
+        .collect()
+}
+
+fn flag(value: &JsValue, key: &str) -> bool {
+    Reflect::get(value, &JsValue::from_str(key)).ok().and_then(|v| v.as_bool()).unwrap_or(false)
+}
+
+fn call(target: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
+    let f: Function = Reflect::get(target, &JsValue::from_str(method))?.dyn_into()?;
+    f.apply(target, &args.iter().collect::<Array>())
+}
+
+/// The entries API takes callbacks: `target.method(resolve, reject)` as a future.
+async fn callback(target: &JsValue, method: &str) -> Result<JsValue, JsValue> {
+    let mut failed = None;
+    let promise = Promise::new(&mut |resolve, reject| {
+        if let Err(e) = call(target, method, &[resolve.into(), reject.into()]) {
+            failed = Some(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    JsFuture::from(promise).await
+}
+
+/// Every file under the dropped entries, depth first, named by its path (`fullPath` without its
+/// leading `/`). A folder or file that cannot be read is left out, as the browser's own picker would.
+async fn walk(entries: Vec<JsValue>) -> Vec<File> {
+    let mut stack = entries;
+    stack.reverse();
+    let mut files = Vec::new();
+    while let Some(entry) = stack.pop() {
+        let path =
+            Reflect::get(&entry, &JsValue::from_str("fullPath")).ok().and_then(|p| p.as_string()).unwrap_or_default();
+        if flag(&entry, "isFile") {
+            if let Ok(file) = callback(&entry, "file").await.and_then(|f| f.dyn_into::<File>()) {
+                files.push(named_by_path(&file, &path));
+            }
+        } else if flag(&entry, "isDirectory") {
+            let Ok(reader) = call(&entry, "createReader", &[]) else { continue };
+            // readEntries answers in batches (100 in Chromium) until an empty one.
+            let mut inside = Vec::new();
+            while let Ok(batch) = callback(&reader, "readEntries").await {
+                let batch = Array::from(&batch);
+                if batch.length() == 0 {
+                    break;
+                }
+                inside.extend(batch.iter());
+            }
+            stack.extend(inside.into_iter().rev());
+        }
+    }
+    files
 }
