@@ -1,7 +1,8 @@
 //! The GPU Gram pass wired into the analysis (`run::analysis`, `run::job`, `run::threads`, the CLI's
 //! `--gpu`): raw BF16/F16/F32 rows decoded by the shader, the whole pass against the CPU pass and the
 //! all-pairs f64 loop (|Δε| ≤ 1e-7, |Δσ|/σ ≤ 1e-6, docs/method.md §1), the running estimate and
-//! *Stop here*, the cases the GPU declines, a lost device, and the fallback to the CPU.
+//! *Stop here*, the cases the GPU declines, a lost device, and the fallback to the CPU; sparse
+//! autoencoders' dictionaries by rows and by columns, and stopped early.
 //!
 //! These tests need a GPU adapter (Mesa's lavapipe will do), so they are `#[ignore]`d and listed as
 //! such by a plain `cargo test`; with `--ignored` they fail without an adapter, unless
@@ -373,4 +374,161 @@ fn timing_4096_by_1024() {
         );
     }
     let _ = std::fs::remove_dir_all(path.parent().unwrap_or(&path));
+}
+
+/// A sparse autoencoder's dictionary in a fresh temporary folder: `tensor` (`shape` as stored,
+/// `values` in the stored order) in `file`, with the library's config beside it.
+fn dictionary_folder(
+    name: &str,
+    file: &str,
+    tensor: &str,
+    dtype: DType,
+    shape: [usize; 2],
+    values: &[f32],
+    config: (&str, serde_json::Value),
+) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("orthoscope-gpu-sae-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let bytes = safetensors_bytes(&[TensorSpec::matrix(tensor, dtype, shape[0], shape[1], values)]);
+    std::fs::write(dir.join(file), bytes).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join(config.0), config.1.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    dir
+}
+
+/// Feature rows `[features, dim]` of trained-like directions with non-unit norms (0.05 to 20, as
+/// decoders' rows are), and the same features stored by columns `[dim, features]`.
+fn feature_rows(features: usize, dim: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut rows = trained_like(features, dim, seed);
+    for (i, row) in rows.chunks_exact_mut(dim).enumerate() {
+        let scale = 0.05 * 400f32.powf((i * 7919 % features) as f32 / features as f32);
+        row.iter_mut().for_each(|x| *x *= scale);
+    }
+    let mut columns = vec![0f32; rows.len()];
+    for (i, row) in rows.chunks_exact(dim).enumerate() {
+        for (c, &x) in row.iter().enumerate() {
+            columns[c * features + i] = x;
+        }
+    }
+    (rows, columns)
+}
+
+/// A SAELens W_dec [d_sae, d_in] (F32 and BF16) and a Llama Scope decoder.weight [d_model, d_sae]
+/// (BF16, features in its columns, read through the transposed view) analysed on the GPU give the
+/// CPU's μ, σ, ε, say they ran there, and are still dictionaries.
+#[test]
+#[ignore = "needs a GPU adapter: run with --ignored (scripts/test.sh does, on lavapipe)"]
+fn a_dictionary_on_the_gpu_equals_the_cpu_pass_in_either_layout() {
+    let Some(ctx) = context() else { return };
+    drop(ctx);
+    let (features, dim) = (3000, 96);
+    let (rows, columns) = feature_rows(features, dim, 41);
+    let saelens = || ("cfg.json", serde_json::json!({"d_in": dim, "d_sae": features}));
+    let llama = ("hyperparams.json", serde_json::json!({"d_model": dim, "d_sae": features}));
+    let mut by_rows_bf16 = None;
+    for (name, dir, columns_are_features) in [
+        (
+            "saelens-f32",
+            dictionary_folder(
+                "saelens-f32",
+                "sae_weights.safetensors",
+                "W_dec",
+                DType::F32,
+                [features, dim],
+                &rows,
+                saelens(),
+            ),
+            false,
+        ),
+        (
+            "saelens-bf16",
+            dictionary_folder(
+                "saelens-bf16",
+                "sae_weights.safetensors",
+                "W_dec",
+                DType::BF16,
+                [features, dim],
+                &rows,
+                saelens(),
+            ),
+            false,
+        ),
+        (
+            "llama-scope-bf16",
+            dictionary_folder(
+                "llama-bf16",
+                "final.safetensors",
+                "decoder.weight",
+                DType::BF16,
+                [dim, features],
+                &columns,
+                llama.clone(),
+            ),
+            true,
+        ),
+    ] {
+        let cpu = analyze(&dir, GpuChoice::Off);
+        let gpu = analyze(&dir, GpuChoice::Any);
+        let d_eps = (cpu.epsilon - gpu.epsilon).abs();
+        println!(
+            "{name}: CPU μ={} σ={} ε={} GPU μ={} σ={} ε={} |Δε|={d_eps:.2e} {:?}",
+            cpu.mu, cpu.sigma, cpu.epsilon, gpu.mu, gpu.sigma, gpu.epsilon, gpu.gpu_fallback
+        );
+        assert!(gpu.gpu.is_some(), "{name}: not on the GPU: {:?}", gpu.gpu_fallback);
+        assert_eq!(gpu.gpu_fallback, None, "{name}");
+        assert_eq!(gpu.tensor_role, orthoscope::read::locate::TensorRole::SaeDecoder, "{name}");
+        let d = &gpu.dictionary.as_ref().unwrap_or_else(|| panic!("{name}: no dictionary")).dictionary;
+        assert_eq!((d.d_sae, d.d_in, d.columns_are_features), (features as u64, dim as u64, columns_are_features));
+        assert_eq!((gpu.rows, gpu.dim), (features as u64, dim as u64), "{name}: the rows are the features");
+        assert!(gpu.exact && cpu.exact, "{name}");
+        assert_eq!((gpu.rows_used, gpu.rows_dropped, gpu.pairs), (cpu.rows_used, cpu.rows_dropped, cpu.pairs));
+        assert!(d_eps <= EPSILON_TOL, "{name}: |Δε| = {d_eps:e}");
+        assert!((cpu.mu - gpu.mu).abs() <= EPSILON_TOL, "{name}: μ {} vs {}", gpu.mu, cpu.mu);
+        assert!((cpu.sigma - gpu.sigma).abs() <= SIGMA_REL_TOL * cpu.sigma, "{name}");
+        // The transposed view hands the GPU the features' bytes: the same BF16 features by rows
+        // and by columns give one ε.
+        if name == "llama-scope-bf16" {
+            let by_rows = by_rows_bf16.unwrap_or(f64::NAN);
+            assert!((gpu.epsilon - by_rows).abs() <= 1e-12, "by columns {} vs by rows {by_rows}", gpu.epsilon);
+        } else if name == "saelens-bf16" {
+            by_rows_bf16 = Some(gpu.epsilon);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// An early stop (`stop_after_rows`) on the GPU gives a dictionary's estimate with its interval,
+/// near the exact ε, in the columns-as-features layout too.
+#[test]
+#[ignore = "needs a GPU adapter: run with --ignored (scripts/test.sh does, on lavapipe)"]
+fn an_early_stop_on_the_gpu_estimates_a_dictionary_with_its_interval() {
+    let Some(ctx) = context() else { return };
+    drop(ctx);
+    let (features, dim) = (4000, 64);
+    let (_, columns) = feature_rows(features, dim, 43);
+    let llama = ("hyperparams.json", serde_json::json!({"d_model": dim, "d_sae": features}));
+    let dir = dictionary_folder(
+        "llama-stop",
+        "final.safetensors",
+        "decoder.weight",
+        DType::BF16,
+        [dim, features],
+        &columns,
+        llama,
+    );
+    let exact = analyze(&dir, GpuChoice::Off);
+    let config = AnalysisConfig { stop_after_rows: Some(1200), ..AnalysisConfig::default() };
+    let request = PassRequest { gpu: GpuChoice::Any, config, ..PassRequest::default() };
+    let early = analyze_paths(std::slice::from_ref(&dir), &request).unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "stopped at {} of {features} features: ε={} {:?}, exact ε={}",
+        early.rows_seen, early.epsilon, early.epsilon_ci, exact.epsilon
+    );
+    assert!(early.gpu.is_some(), "not on the GPU: {:?}", early.gpu_fallback);
+    assert!(early.dictionary.is_some());
+    assert!(!early.exact);
+    assert!(early.rows_seen >= 1200 && early.rows_seen < features as u64);
+    let [lo, hi] = early.epsilon_ci.unwrap_or_else(|| panic!("no interval"));
+    assert!(lo <= early.epsilon && early.epsilon <= hi);
+    assert!((early.epsilon - exact.epsilon).abs() <= 0.05 * exact.epsilon, "{} vs {}", early.epsilon, exact.epsilon);
+    let _ = std::fs::remove_dir_all(&dir);
 }

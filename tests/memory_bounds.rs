@@ -3,7 +3,7 @@
 //! the same μ, σ and spectrum as the Gram route. Sparse-autoencoder dictionaries at scale, from
 //! files whose values are computed as they are read (never written or held): a million features
 //! analysed exactly in O(d²) memory, and a decoder with features in its columns read by panels,
-//! giving the ε of the same matrix stored by rows.
+//! giving the ε of the same matrix stored by rows. The geometry of a tall matrix holds O(d²).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -617,4 +617,60 @@ fn a_decoder_with_features_in_columns_is_read_by_panels_and_gives_the_row_layout
         columns_peak < rows_peak + (5 << 20),
         "by columns {columns_peak} vs by rows {rows_peak}: more than a panel"
     );
+}
+
+/// G of `rows` unit rows at d = 256 sharing one direction (μ > 0, one large eigenvalue, as trained
+/// rows have), built a chunk at a time: the rows are never held.
+fn gram_of_rows(rows: usize, dim: usize, seed: u64) -> PairAccumulator {
+    let d = orthoscope::pass::kernel::padded_dim(dim);
+    let mut gram = GramMoments::new(dim);
+    let mut normal = synth::Normal::new(seed);
+    let direction: Vec<f32> = (0..dim).map(|_| normal.sample() as f32).collect();
+    let mut chunk = vec![0.0f64; d * 1024];
+    let mut row = vec![0.0f32; dim];
+    for _ in 0..rows / 1024 {
+        for unit in chunk.chunks_exact_mut(d) {
+            for (x, &c) in row.iter_mut().zip(&direction) {
+                *x = 0.3 * c + normal.sample() as f32;
+            }
+            assert_eq!(normalise_row(&row, unit), RowFate::Kept);
+            gram.counts.record(RowFate::Kept);
+        }
+        gram.add_unit_rows(&chunk);
+    }
+    PairAccumulator::Gram(gram)
+}
+
+/// The report's geometry reads G only: for a matrix of 131 072 rows at d = 256 the eigen step
+/// holds O(d²) (G's lower triangle as a dense matrix, the solver's workspace), nothing of the
+/// rows. The first eigen step on a thread also reserves faer's matrix-product workspace (on x86,
+/// twice the L3 cache's bytes, once per thread, kept for the thread's life): the same for 2048
+/// rows as for 131 072, and absent from every later step on that thread.
+#[test]
+fn the_geometry_of_a_tall_matrix_holds_only_of_the_order_of_d_squared() {
+    const D: usize = 256;
+    let dense = D * D * 8;
+    // Each on a fresh thread, so each first step reserves the workspace anew.
+    let peaks = |rows: usize| {
+        std::thread::spawn(move || {
+            let pass = gram_of_rows(rows, D, 50);
+            let spectrum = || geometry::of_pass_on(&pass, D, GeometryTiming::WithTheResult, 1).expect("a spectrum");
+            let (first, first_peak) = peak_of(spectrum);
+            let (again, again_peak) = peak_of(spectrum);
+            assert_eq!(first.eigenvalues, again.eigenvalues);
+            assert_eq!(first.eigenvalues.len(), D);
+            (first_peak, again_peak)
+        })
+        .join()
+        .expect("the thread finishes")
+    };
+    let (tall_first, tall) = peaks(1 << 17);
+    let (short_first, short) = peaks(2048);
+    println!(
+        "geometry at d = {D}: 131072 rows peak {tall} bytes ({tall_first} on the thread's first step), \
+         2048 rows {short} ({short_first}); d² f64 = {dense}"
+    );
+    assert!(tall <= 4 * dense + (1 << 20), "peak {tall} bytes for 131072 rows, d² f64 is {dense}");
+    assert!(tall.abs_diff(short) <= 1 << 16, "{tall} bytes for 131072 rows, {short} for 2048");
+    assert!(tall_first.abs_diff(short_first) <= 1 << 16, "first steps: {tall_first} vs {short_first}");
 }

@@ -489,6 +489,10 @@ pub fn eigenvalues_scaled_on(
         }
     }
     let par = solver_parallelism(threads);
+    // The work is O(n²) here, whatever the rows behind G. On x86-64 the first solve on a thread
+    // also reserves faer's matrix-product workspace (twice the L3 cache's bytes, 64 MiB on a
+    // 32 MiB L3), kept for the thread's life and used by every later product: a constant of the
+    // machine, not of the matrix, and only the pages the packing touches are ever committed.
     let mut s = faer::diag::Diag::<f64>::zeros(n);
     let scratch = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(
         n,
