@@ -167,6 +167,14 @@ fn each_layer_folder_is_its_own_model() {
         assert_eq!(r["dictionary"]["d_sae"], 128);
         assert_eq!(r["dictionary"]["d_in"], 20);
     }
+    // Their parent folder alone stands for the three, in layer order, as the page reads it.
+    let parent = paths[0].parent().unwrap().to_path_buf();
+    assert_eq!(orthoscope::run::threads::each_model(std::slice::from_ref(&parent)).unwrap(), paths);
+    let out = Command::new(cli).args(["analyze", "--each", "--json"]).arg(&parent).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let from_parent: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let epsilons = |v: &[Value]| v.iter().map(|r| r["epsilon"].as_f64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(epsilons(&from_parent), epsilons(&json));
     let table = run(&[]);
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 4, "{table}");

@@ -27,7 +27,9 @@ mod cli {
     use orthoscope::result::text;
     use orthoscope::run::analysis::AnalysisConfig;
     use orthoscope::run::job::Job;
-    use orthoscope::run::threads::{analyze_each, analyze_paths, open_paths, PassRequest, Split, ThreadsError};
+    use orthoscope::run::threads::{
+        analyze_each, analyze_paths, each_model, open_paths, PassRequest, Split, ThreadsError,
+    };
     use orthoscope::Error;
 
     #[derive(Parser)]
@@ -76,7 +78,8 @@ mod cli {
             #[arg(long)]
             gpu: bool,
             /// Each path (a file or a folder) is its own model, analysed one after another: a
-            /// dictionary per layer, say. With --json a JSON array of Reports, else a table.
+            /// dictionary per layer, say; a folder of several dictionaries in folders of their own
+            /// (layers.N/, layer_N/…) stands for each. With --json a JSON array of Reports, else a table.
             #[arg(long)]
             each: bool,
             /// A dictionary's latents whose log10 firing density (SAELens's sparsity.safetensors,
@@ -177,6 +180,7 @@ mod cli {
                 let gpu = if gpu { GpuChoice::Any } else { GpuChoice::Off };
                 let request = PassRequest { tensor, config, threads, split, centred, gpu, ..PassRequest::default() };
                 if each {
+                    let files = each_model(&files).map_err(describe)?;
                     let reports = analyze_each(&files, &request).map_err(describe)?;
                     if as_json {
                         print(&json(&reports)?);

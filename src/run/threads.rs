@@ -17,6 +17,7 @@ use crate::pass::accumulate::Route;
 use crate::pass::gpu::GpuChoice;
 pub use crate::pass::shares::Split;
 use crate::pass::shares::{choose_split, Share};
+use crate::read::dictionary::dictionaries_in_folder;
 use crate::read::source::{ByteSource, FileSource, ReadError};
 use crate::result::report::Report;
 use crate::run::analysis::{sample_block_dots, AnalysisConfig};
@@ -94,6 +95,52 @@ pub fn analyze_paths(paths: &[PathBuf], request: &PassRequest) -> Result<Report,
     let mut report = on_threads(&files, request, started)?;
     report.gpu_fallback = fallback.or(report.gpu_fallback);
     Ok(report)
+}
+
+/// The models `analyze --each` analyses: each path given, except that a folder holding two or
+/// more dictionaries in folders of their own (sparsify's `layers.N/`, Gemma Scope's
+/// `layer_N/width_16k/…`) stands for each of those folders, in layer order, as the page reads such
+/// a folder ([`dictionaries_in_folder`]). Looks at most [`MAX_WALK_DEPTH`] folders down and
+/// [`MAX_WALK_FILES`] files.
+pub fn each_model(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ThreadsError> {
+    let mut models = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            models.push(path.clone());
+            continue;
+        }
+        let mut relative = Vec::new();
+        walk(path, Path::new(""), 0, &mut relative)?;
+        let found = dictionaries_in_folder(&relative);
+        if found.is_empty() {
+            models.push(path.clone());
+        } else {
+            models.extend(found.into_iter().map(|d| path.join(d.folder)));
+        }
+    }
+    Ok(models)
+}
+
+/// Folders below a path given to [`each_model`] that are looked into.
+pub const MAX_WALK_DEPTH: usize = 4;
+/// Files listed below a path given to [`each_model`] (a dictionary release has a few per layer).
+pub const MAX_WALK_FILES: usize = 100_000;
+
+/// The files below `root/at`, as paths relative to `root` with `/` between their parts.
+fn walk(root: &Path, at: &Path, depth: usize, out: &mut Vec<String>) -> Result<(), ThreadsError> {
+    let dir = root.join(at);
+    let failed = |e: std::io::Error| ThreadsError::Open { path: dir.display().to_string(), message: e.to_string() };
+    for entry in std::fs::read_dir(&dir).map_err(failed)? {
+        let entry = entry.map_err(failed)?;
+        let name = at.join(entry.file_name());
+        let kind = entry.file_type().map_err(failed)?;
+        if kind.is_dir() && depth < MAX_WALK_DEPTH {
+            walk(root, &name, depth + 1, out)?;
+        } else if kind.is_file() && out.len() < MAX_WALK_FILES {
+            out.push(name.to_string_lossy().replace('\\', "/"));
+        }
+    }
+    Ok(())
 }
 
 /// Each path its own model (`analyze --each`: a dictionary per layer, or any models side by side),
