@@ -18,14 +18,16 @@
 // The crate-wide `FormatError` is large (see gguf.rs); errors end a read, so size does not matter.
 #![allow(clippy::result_large_err)]
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::de::IgnoredAny;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+mod config;
+mod index;
+mod split;
 
 use super::{
     gguf, mlx, npy, read_model, sniff, zip, EmbeddingHint, FormatError, ModelInfo, ShapeHints, SkippedTensor,
@@ -34,6 +36,9 @@ use super::{
 use crate::read::dictionary::{features_view, recognise, Dictionary, DictionaryConfig};
 use crate::read::source::{base_name, ByteSource, MAX_JSON_BYTES};
 use crate::read::vocab;
+use config::{read_config, ConfigHints};
+use index::parse_index;
+use split::{check_split_metadata, display_format, split_name, split_parts};
 
 /// Most entries a shard index's `weight_map` may hold. The largest public checkpoints list about
 /// 10⁵ tensors; this leaves room for ten times more than any, and bounds the memory an index costs.
@@ -348,158 +353,6 @@ fn read_json(source: &dyn ByteSource, name: &str) -> Result<Vec<u8>, FormatError
     Ok(bytes)
 }
 
-/// `weight_map` of an index: tensor name → shard base name. Read entry by entry (no JSON tree of
-/// the whole document), counting entries and shards against [`MAX_INDEX_ENTRIES`] and
-/// [`MAX_INDEX_SHARDS`] as they come.
-fn parse_index(name: &str, bytes: &[u8]) -> Result<BTreeMap<String, String>, FormatError> {
-    let bad = |reason: String| FormatError::InvalidIndex { file: name.to_string(), reason };
-    let text = std::str::from_utf8(bytes).map_err(|e| bad(format!("not UTF-8 ({e})")))?;
-    let failure = Cell::new(None);
-    let parsed = IndexSeed { failure: &failure }.deserialize(&mut serde_json::Deserializer::from_str(text));
-    if let Some(failure) = failure.take() {
-        return Err(match failure {
-            IndexFailure::OverLimit { what, limit } => {
-                FormatError::IndexOverLimit { file: name.to_string(), what, limit }
-            }
-            IndexFailure::NotAString(tensor) => {
-                bad(format!("\"weight_map\" entry for tensor '{tensor}' is not a file name string"))
-            }
-        });
-    }
-    parsed
-        .map_err(|e| bad(format!("invalid JSON: {e}")))?
-        .ok_or_else(|| bad("no \"weight_map\" object mapping tensor names to shard file names".to_string()))
-}
-
-/// Why [`IndexSeed`] stopped, kept aside so the error is a [`FormatError`] and not serde's text.
-enum IndexFailure {
-    OverLimit { what: &'static str, limit: u64 },
-    NotAString(String),
-}
-
-/// Reads an index document: a JSON object whose `weight_map` is taken, everything else skipped.
-struct IndexSeed<'a> {
-    failure: &'a Cell<Option<IndexFailure>>,
-}
-
-impl<'de> DeserializeSeed<'de> for IndexSeed<'_> {
-    type Value = Option<BTreeMap<String, String>>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for IndexSeed<'_> {
-    type Value = Option<BTreeMap<String, String>>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object with a \"weight_map\"")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut weight_map = None;
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "weight_map" {
-                weight_map = Some(map.next_value_seed(WeightMapSeed { failure: self.failure })?);
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(weight_map)
-    }
-}
-
-/// Reads a `weight_map` object entry by entry, within the limits.
-struct WeightMapSeed<'a> {
-    failure: &'a Cell<Option<IndexFailure>>,
-}
-
-impl<'de> DeserializeSeed<'de> for WeightMapSeed<'_> {
-    type Value = BTreeMap<String, String>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for WeightMapSeed<'_> {
-    type Value = BTreeMap<String, String>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object mapping tensor names to shard file names")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out = BTreeMap::new();
-        let mut shards: BTreeSet<String> = BTreeSet::new();
-        let mut entries = 0u64;
-        let stop = |failure: IndexFailure| {
-            self.failure.set(Some(failure));
-            de::Error::custom("index refused")
-        };
-        while let Some(tensor) = map.next_key::<String>()? {
-            entries += 1;
-            if entries > MAX_INDEX_ENTRIES {
-                return Err(stop(IndexFailure::OverLimit { what: "entries", limit: MAX_INDEX_ENTRIES }));
-            }
-            let Value::String(shard) = map.next_value::<Value>()? else {
-                return Err(stop(IndexFailure::NotAString(tensor)));
-            };
-            // Most entries name a bare file: keep the string rather than copy it.
-            let shard = if base_name(&shard).len() == shard.len() { shard } else { base_name(&shard).to_string() };
-            if !shards.contains(&shard) {
-                if shards.len() as u64 >= MAX_INDEX_SHARDS {
-                    return Err(stop(IndexFailure::OverLimit { what: "shard files", limit: MAX_INDEX_SHARDS }));
-                }
-                shards.insert(shard.clone());
-            }
-            out.insert(tensor, shard);
-        }
-        Ok(out)
-    }
-}
-
-/// What a config.json says of the input embedding (each key also under `text_config`, where
-/// multimodal configs nest the language model's).
-#[derive(Default)]
-struct ConfigHints {
-    vocab_size: Option<u64>,
-    hidden_size: Option<u64>,
-    tied: Option<bool>,
-    /// MLX's `quantization` (bits and group size, per layer too).
-    quantization: Option<mlx::QuantConfig>,
-    /// `_name_or_path`, made a display name ([`display_name`]).
-    name: Option<String>,
-}
-
-/// Longest model name kept from a config.json (Hub ids are at most 96 characters).
-const MAX_NAME_CHARS: usize = 120;
-
-/// A config's `_name_or_path` as a name to show: a Hub id ("org/model") as it is, a local
-/// directory (absolute, relative, or with backslashes) by its last part; nothing when empty or odd.
-fn display_name(raw: &str) -> Option<String> {
-    let raw = raw.trim().trim_end_matches(['/', '\\']);
-    let local =
-        raw.starts_with(['/', '.', '~']) || raw.contains('\\') || raw.matches('/').count() > 1 || raw.contains(':');
-    let name = if local { raw.rsplit(['/', '\\']).next().unwrap_or(raw) } else { raw };
-    let ok = !name.is_empty() && name.chars().count() <= MAX_NAME_CHARS && !name.chars().any(char::is_control);
-    ok.then(|| name.to_string())
-}
-
-fn read_config(source: &dyn ByteSource, name: &str) -> Result<ConfigHints, FormatError> {
-    let bytes = read_json(source, name)?;
-    let value: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| FormatError::InvalidConfig { file: name.to_string(), reason: format!("invalid JSON: {e}") })?;
-    let get = |keys: &[&str]| {
-        [Some(&value), value.get("text_config")]
-            .into_iter()
-            .flatten()
-            .find_map(|v| keys.iter().find_map(|k| v.get(*k)).cloned())
-    };
-    Ok(ConfigHints {
-        vocab_size: get(&["vocab_size"]).and_then(|v| v.as_u64()),
-        hidden_size: get(&["hidden_size", "n_embd", "d_model"]).and_then(|v| v.as_u64()),
-        tied: get(&["tie_word_embeddings"]).and_then(|v| v.as_bool()),
-        quantization: mlx::QuantConfig::from_config(&value),
-        name: value.get("_name_or_path").and_then(|v| v.as_str()).and_then(display_name),
-    })
-}
-
 /// The index case: read exactly the shards the index names, and take from each exactly the
 /// tensors the index puts there.
 fn read_indexed(
@@ -776,88 +629,11 @@ fn looks_like_model(source: &dyn ByteSource, name: &str) -> Result<bool, FormatE
     Ok(head.starts_with(gguf::MAGIC) || head.starts_with(npy::MAGIC) || super::plausible_safetensors(head, len))
 }
 
-/// The names of all parts of a `PREFIX-0000k-of-0000N.EXT` file (Hugging Face shards and
-/// llama.cpp splits both use five digits), or `None` for other names.
-fn split_parts(name: &str) -> Option<Vec<String>> {
-    let (prefix, ext, count) = split_name(name)?;
-    if count == 0 || count > MAX_LISTED_PARTS {
-        return None;
-    }
-    Some((1..=count).map(|k| format!("{prefix}-{k:05}-of-{count:05}{ext}")).collect())
-}
-
-/// `(PREFIX, .EXT, N)` of a `PREFIX-0000k-of-0000N.EXT` name, or `None` for other names.
-fn split_name(name: &str) -> Option<(&str, &str, u64)> {
-    split_name_no(name).map(|(prefix, ext, _, count)| (prefix, ext, count))
-}
-
-/// `(PREFIX, .EXT, k, N)` of a `PREFIX-0000k-of-0000N.EXT` name, or `None` for other names.
-fn split_name_no(name: &str) -> Option<(&str, &str, u64, u64)> {
-    let dot = name.rfind('.')?;
-    let (stem, ext) = name.split_at(dot);
-    let (rest, count) = stem.rsplit_once("-of-")?;
-    let (prefix, no) = rest.rsplit_once('-')?;
-    let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(count) || !digits(no) {
-        return None;
-    }
-    Some((prefix, ext, no.parse().ok()?, count.parse().ok()?))
-}
-
-/// What llama.cpp checks of a split GGUF's parts: each part's `split.count` and `split.no`
-/// metadata agree with its `-0000k-of-0000N` name, and all parts read together (named so or not)
-/// have the same `split.count`.
-fn check_split_metadata(infos: &[(usize, ModelInfo)], files: &[String]) -> Result<(), FormatError> {
-    let mut first: Option<(u64, &str)> = None;
-    for (i, info) in infos {
-        let Some(name) = files.get(*i) else { continue };
-        if let Some((_, _, name_no, name_count)) = split_name_no(name) {
-            if let Some(count) = info.split_count.filter(|&c| c != name_count) {
-                return Err(FormatError::SplitCountMismatchesName { file: name.clone(), count, name_count });
-            }
-            if let Some(no) = info.split_no.filter(|&n| n.checked_add(1) != Some(name_no)) {
-                return Err(FormatError::SplitNoMismatchesName { file: name.clone(), no, name_no });
-            }
-        }
-        let Some(count) = info.split_count else { continue };
-        match first {
-            Some((first_count, first_name)) if first_count != count => {
-                return Err(FormatError::SplitCountMetadataDisagree {
-                    first: first_name.to_string(),
-                    first_count,
-                    second: name.clone(),
-                    second_count: count,
-                });
-            }
-            Some(_) => {}
-            None => first = Some((count, name.as_str())),
-        }
-    }
-    Ok(())
-}
-
-/// The display format: the shards' own format, with their number when there are several.
-fn display_format(infos: &[(usize, ModelInfo)], files: &[String], missing: usize) -> Result<String, FormatError> {
-    let Some((_, first)) = infos.first() else {
-        // Only possible with an index none of whose shards were given.
-        return Ok(format!("safetensors (0 of {missing} shards)"));
-    };
-    if infos.iter().any(|(_, info)| info.format != first.format) {
-        let list: Vec<String> = infos
-            .iter()
-            .map(|(i, info)| format!("{} ({})", files.get(*i).map_or("?", String::as_str), info.format))
-            .collect();
-        return Err(FormatError::MixedFormats { files: list.join(", ") });
-    }
-    Ok(match (infos.len(), missing) {
-        (1, 0) => first.format.clone(),
-        (n, 0) => format!("{} ({n} shards)", first.format),
-        (n, m) => format!("{} ({n} of {} shards)", first.format, n + m),
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use super::config::display_name;
+    use super::*;
+
     #[test]
     fn a_config_names_the_model_by_its_hub_id_or_the_last_part_of_its_path() {
         assert_eq!(
@@ -872,8 +648,6 @@ mod tests {
         assert_eq!(display_name(&"x".repeat(500)).as_deref(), None);
         assert_eq!(display_name("a\u{7}b").as_deref(), None);
     }
-
-    use super::*;
 
     #[test]
     fn split_names_expand_to_all_parts() {
