@@ -1,4 +1,4 @@
-//! Result permalinks (`src/result/permalink.rs`): real reports from the whole chain (generated safetensors
+//! Result permalinks (`src/result/permalink/`): real reports from the whole chain (generated safetensors
 //! file → read_model → choose → Analysis / Job → Report) survive encode → decode, every exact field
 //! equal, derived fields recomputed to the original's, histograms within the documented
 //! quantisation bound; a typical link stays under 2 KB; every damaged or foreign fragment gets its

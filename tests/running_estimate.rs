@@ -1,6 +1,6 @@
 //! The running estimate of a pass stopped early, on a matrix whose related rows sit next to each
 //! other (as in real vocabularies): whole 64-row blocks are read, and the within/between-block
-//! stratification must keep the estimate centred on the exact ε (`src/run/analysis.rs`).
+//! stratification must keep the estimate centred on the exact ε (`src/run/analysis/`).
 
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::read::format::{read_model, DType};

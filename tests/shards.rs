@@ -1,4 +1,4 @@
-//! Several files as one model (`src/read/format/set.rs`, ARCHITECTURE.md, "read"): sharded
+//! Several files as one model (`src/read/format/set/`, ARCHITECTURE.md, "read"): sharded
 //! safetensors with and without `model.safetensors.index.json`, split GGUF, stray and missing
 //! shards, config.json's vocabulary size, and the CLI on a generated folder.
 

@@ -1,4 +1,4 @@
-//! A `config.json` (`src/read/format/set.rs`: vocabulary size, width, tying, MLX quantisation and
+//! A `config.json` (`src/read/format/set/`: vocabulary size, width, tying, MLX quantisation and
 //! the model's name) read together with one valid safetensors file, as a user drops a folder.
 #![no_main]
 use libfuzzer_sys::fuzz_target;

@@ -1,4 +1,4 @@
-//! The ONNX reader (`src/read/format/onnx.rs`): the input is a whole `.onnx` file. Tensors in
+//! The ONNX reader (`src/read/format/onnx/`): the input is a whole `.onnx` file. Tensors in
 //! external data carry byte ranges in a file not given, so only the others are checked.
 #![no_main]
 use libfuzzer_sys::fuzz_target;

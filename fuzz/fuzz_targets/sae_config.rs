@@ -1,4 +1,4 @@
-//! A sparse autoencoder's own config (`cfg.json`, `hyperparams.json`; `src/read/format/set.rs`,
+//! A sparse autoencoder's own config (`cfg.json`, `hyperparams.json`; `src/read/format/set/`,
 //! `src/read/dictionary.rs`) read beside valid weights of one of four layouts, 8 features over
 //! d_in = 4: SAELens, sparsify, Llama Scope (features in columns) and a SAELens-named decoder
 //! stored by columns. The first byte picks the layout, the rest is the config. Besides "no panic":

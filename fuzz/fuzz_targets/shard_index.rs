@@ -1,4 +1,4 @@
-//! The shard index (`model.safetensors.index.json`, `src/read/format/set.rs`) read together with one
+//! The shard index (`model.safetensors.index.json`, `src/read/format/set/`) read together with one
 //! valid shard, as a user drops a model's files.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
