@@ -114,9 +114,10 @@ fn ResultCard(
         .trained
         .clone()
         .map(|t| view! { <TrainedLine trained=t enabled=enabled dim=r.dim dead_latents=dead_latents /> });
-    let capacity = r.capacity_determinate.then_some(r.log10_capacity.adjusted_full);
-    let dictionary =
-        r.dictionary.clone().map(|d| view! { <DictionaryDetails dictionary=d log10_capacity=capacity dim=r.dim /> });
+    let (capacity, determinate) = (r.log10_capacity.adjusted_full, r.capacity_determinate);
+    let dictionary = r.dictionary.clone().map(
+        |d| view! { <DictionaryDetails dictionary=d log10_capacity=capacity determinate=determinate dim=r.dim /> },
+    );
     view! {
         <article class="card" class:stale=running aria-labelledby="result-heading">
             <CardHeading report=r.clone() state=state />

@@ -26,22 +26,24 @@ async function axeViolations(page) {
   });
 }
 
-const D_IN = 64, D_SAE = 1024, DEAD = 16;
+const DEAD = 16;
 
-/** A SAELens folder written by the fixture CLI: W_enc, W_dec with rows far from unit norm, a
- *  cfg.json (layer 6, blocks.6.hook_resid_pre) and sparsity.safetensors whose first DEAD latents
- *  never fired. Returns its three files. */
-function saelensFolder() {
-  const dir = join(OUT, "sae-saelens");
+/** A SAELens folder written by the fixture CLI: W_enc, W_dec [dSae, dIn] with rows far from unit
+ *  norm, a cfg.json (layer 6, blocks.6.hook_resid_pre) and sparsity.safetensors whose first DEAD
+ *  latents never fired. Returns its three files. */
+function saelensFolder(dIn, dSae) {
+  const dir = join(OUT, `sae-saelens-${dSae}x${dIn}`);
   rmSync(dir, { recursive: true, force: true });
   execFileSync(join(ROOT, "target/release/orthoscope-fixtures"), [
-    "generate-sae", dir, "--layout", "saelens", "--d-in", String(D_IN), "--d-sae", String(D_SAE), "--dead", String(DEAD),
+    "generate-sae", dir, "--layout", "saelens", "--d-in", String(dIn), "--d-sae", String(dSae), "--dead", String(DEAD),
   ]);
   return ["cfg.json", "sae_weights.safetensors", "sparsity.safetensors"].map((f) => join(dir, f));
 }
 
 test("a SAELens folder dropped in the page: its features' ε equals the CLI's, the card says what they are and the capacity they use, the map has their marker", async () => {
-  const files = saelensFolder();
+  // At d_in = 768 these features are Class 2 (ε ≈ 0.083), where Eq. 7's capacity is the headline's.
+  const [D_IN, D_SAE] = [768, 2048];
+  const files = saelensFolder(D_IN, D_SAE);
   const want = cliReport(...files);
   assert.equal(want.tensor_role, "sae_decoder");
   const b = await openApp(server);
@@ -65,16 +67,18 @@ test("a SAELens folder dropped in the page: its features' ε equals the CLI's, t
     assert.match(await b.page.textContent('[data-testid="not-embedding"]'), /not the paper's embedding ε/);
     // The dictionary block and the capacity it uses.
     const block = await b.page.textContent('[data-testid="dictionary"]');
-    for (const fact of ["1,024", "blocks.6.hook_resid_pre", "standard", "saelens"]) assert.ok(block.includes(fact), `${fact} in: ${block}`);
+    for (const fact of ["2,048", "blocks.6.hook_resid_pre", "standard", "saelens"]) assert.ok(block.includes(fact), `${fact} in: ${block}`);
     const used = b.page.locator('[data-testid="capacity-used"]');
     assert.ok(Math.abs(Number(await used.getAttribute("data-log10-capacity-used")) - d.log10_capacity_used) <= 1e-9);
     const exponent = d.log10_capacity_used.toFixed(2).replace("-", "−");
-    assert.match(await used.textContent(), new RegExp(`^This dictionary uses 10${exponent} of the capacity its own ε allows`));
+    const usedText = await used.textContent();
+    assert.ok(usedText.startsWith(`This dictionary uses 10${exponent} of the capacity its own ε allows: 2,048 features`), usedText);
+    assert.ok(!usedText.includes("indeterminate"), usedText);
     // Dead latents, named so, and ε without them as the CLI computes it.
     assert.equal(await b.page.textContent("#trained-heading"), "Dead latents");
     assert.match(await b.page.textContent('[data-testid="trained"] .rules'), new RegExp(`${DEAD} dead latents`));
     const without = Number(await b.page.getAttribute('[data-testid="trained-epsilon"]', "data-value"));
-    assert.ok(Math.abs(without - want.trained.without.epsilon) <= 1e-6, `ε without dead latents: page ${without} CLI ${want.trained.without.epsilon}`);
+    assert.ok(Math.abs(without - want.trained.epsilon) <= 1e-6, `ε without dead latents: page ${without} CLI ${want.trained.epsilon}`);
 
     // The map: one point of the dictionary kind (a triangle), keyed in the legend; the demo keeps
     // its diamond.
@@ -106,7 +110,9 @@ test("a SAELens folder dropped in the page: its features' ε equals the CLI's, t
 });
 
 test("an embedding and a dictionary of the same width: the comparison sets their ε side by side", async () => {
-  const files = saelensFolder();
+  // At d_in = 64 the features' ε is past 0.1: the share is still given, said to extrapolate.
+  const D_IN = 64;
+  const files = saelensFolder(D_IN, 1024);
   const embedding = writeSafetensors(join(OUT, "sae-embedding-1500x64.safetensors"), [{ name: "model.embed_tokens.weight", rows: 1500, dim: D_IN, shift: 0.05 }], 21);
   const b = await openApp(server);
   try {
@@ -126,6 +132,8 @@ test("an embedding and a dictionary of the same width: the comparison sets their
     assert.equal(rows[0].features, f.report.epsilon);
     assert.equal(rows[0].embedding, e.report.epsilon);
     assert.match(rows[0].text, /features of layer 6/);
+    assert.equal(f.report.capacity_determinate, false);
+    assert.match(await b.page.textContent('[data-testid="capacity-used"]'), /^This dictionary uses 10.*indeterminate.*rough guide\.$/);
     await b.page.setViewportSize({ width: 1280, height: 900 });
     await b.page.locator("section.compare").screenshot({ path: join(OUT, "sae-compare-1280.png") });
     assertClean(b);

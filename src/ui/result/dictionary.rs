@@ -27,8 +27,10 @@ fn exponent_text(x: f64) -> String {
 pub fn DictionaryDetails(
     /// `Report::dictionary`.
     dictionary: DictionaryReport,
-    /// log10 of the Eq. 7 capacity at the features' ε (None: indeterminate).
-    log10_capacity: Option<f64>,
+    /// log10 of the Eq. 7 capacity at the features' ε.
+    log10_capacity: f64,
+    /// Whether the headline gives that capacity (ε < 0.1), or calls it indeterminate.
+    determinate: bool,
     /// The decoder's width: the d of the capacity (d_in, or a transcoder's d_out).
     dim: u64,
 ) -> impl IntoView {
@@ -56,22 +58,25 @@ pub fn DictionaryDetails(
         rows.insert(2, ("side", side));
     }
     let used_value = dictionary.log10_capacity_used.map_or_else(String::new, |x| x.to_string());
-    let used = match (dictionary.log10_capacity_used, log10_capacity) {
-        (Some(x), Some(k)) => view! {
+    // Past ε = 0.1 the headline calls the capacity indeterminate; Eq. 7 still gives a number there,
+    // which the share is taken of, and the reader is told it extrapolates the paper's fits.
+    let beyond = (!determinate).then_some(
+        " At this ε (≥ 0.1) the headline calls the capacity indeterminate: Eq. 7 is applied past the range the paper fitted it in, so this share is a rough guide.",
+    );
+    let used = match dictionary.log10_capacity_used {
+        Some(x) => view! {
             "This dictionary uses "
             <strong>"10"<sup>{exponent_text(x)}</sup></strong>
             {format!(
                 " of the capacity its own ε allows: {} features against {} ε-nearly-orthogonal directions at d = {} (paper Eq. 7).",
                 group_digits(d.d_sae),
-                scientific_from_log10(k),
+                scientific_from_log10(log10_capacity),
                 group_digits(dim)
             )}
+            {beyond}
         }
         .into_any(),
-        _ => view! {
-            "No share of the capacity to give: at the features' ε (≥ 0.1) Eq. 7 has no finite capacity."
-        }
-        .into_any(),
+        None => view! { "No share of the capacity to give: Eq. 7 has no finite capacity at the features' ε." }.into_any(),
     };
     view! {
         <section class="dictionary" data-testid="dictionary" aria-labelledby="dictionary-heading">
