@@ -67,7 +67,7 @@ fn FeaturesBesideEmbedding(
                     let cells = match beside {
                         Some(e) => view! {
                             <td>{epsilon_text(e)}</td>
-                            <td>{format!("{:+.4}", r.epsilon - e.epsilon)}</td>
+                            <td>{format!("{:+.4}", r.epsilon - e.epsilon).replace('-', "−")}</td>
                             <td>{format!("{} {}", e.model_name(), e.tensor)}</td>
                         }
                         .into_any(),
@@ -94,7 +94,7 @@ fn FeaturesBesideEmbedding(
                 .collect_view();
             Some(view! {
                 <div class="table-scroll" tabindex="0" role="region" aria-label="Features beside the embedding">
-                    <table class="compare-table" data-testid="features-vs-embedding">
+                    <table class="compare-table compare-features" data-testid="features-vs-embedding">
                         <caption>"Features beside the embedding: ε of each dictionary's feature directions and ε of the embedding of the same width, each over its own unit rows"</caption>
                         <thead>
                             <tr>

@@ -304,8 +304,8 @@ fn scatter(
                     .filter(|&m| m != Marker::Features || any_features)
                     .map(|m| view! {
                         <li data-marker=m.name()>
-                            <svg class="marker" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
-                                <g class=m.class()>{m.shape(8.0, 8.0)}</g>
+                            <svg class="marker" viewBox=format!("0 0 {} 16", m.sample_width()) width=m.sample_width() height="16" aria-hidden="true">
+                                {m.sample()}
                             </svg>
                             {m.label()}
                         </li>
@@ -338,18 +338,31 @@ impl Marker {
         }
     }
 
-    /// The CSS classes of its legend sample (a point's own add its class).
-    fn class(self) -> &'static str {
+    /// Width of its legend sample: the paper's circle twice, in the colours of its two classes.
+    fn sample_width(self) -> u32 {
+        if self == Marker::Paper {
+            26
+        } else {
+            16
+        }
+    }
+
+    /// The legend's sample of the marker, classed as a point is.
+    fn sample(self) -> AnyView {
         match self {
-            Marker::Paper => "pt c2",
-            Marker::Yours => "pt user",
-            Marker::Features => "pt user features",
+            Marker::Paper => view! {
+                <g class="pt c1">{self.shape(6.0, 8.0)}</g>
+                <g class="pt c2">{self.shape(19.0, 8.0)}</g>
+            }
+            .into_any(),
+            Marker::Yours => view! { <g class="pt user">{self.shape(8.0, 8.0)}</g> }.into_any(),
+            Marker::Features => view! { <g class="pt user features">{self.shape(8.0, 8.0)}</g> }.into_any(),
         }
     }
 
     fn label(self) -> &'static str {
         match self {
-            Marker::Paper => "a model of the paper's Table 1",
+            Marker::Paper => "a model of the paper's Table 1 (coloured by its class)",
             Marker::Yours => "a matrix analysed here",
             Marker::Features => "an SAE dictionary's features, analysed here",
         }
@@ -453,7 +466,7 @@ pub fn Table1Map(
         <section class="table1" aria-labelledby="table1-title">
             <h2 id="table1-title">"Where it sits: the paper's 45 models"</h2>
             <p class="note">
-                "d_model against ε for every model of the paper's Table 1 (circles) and every model analysed here (diamonds; an SAE dictionary's features, triangles at d = the decoder's width; with their 95 % interval when estimated). "
+                "d_model against ε for every model of the paper's Table 1 (circles) and every model analysed here (diamonds, or triangles for an SAE dictionary's features, placed at d = the decoder's width; with their 95 % interval when estimated). "
                 <a href=paper::PAPER_URL target="_blank" rel="noopener noreferrer">"The paper"</a>
                 " finds two families and nothing between ε = 0.1 and 0.2."
             </p>

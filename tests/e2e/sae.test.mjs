@@ -28,6 +28,15 @@ async function axeViolations(page) {
 
 const DEAD = 16;
 
+/** The page area from the card's top to the end of its dead-latents section, in page coordinates. */
+function cardTop(page) {
+  return page.evaluate(() => {
+    const card = document.querySelector("article.card").getBoundingClientRect();
+    const end = document.querySelector('[data-testid="trained"]').getBoundingClientRect();
+    return { x: card.left + scrollX, y: card.top + scrollY, width: card.width, height: end.bottom - card.top };
+  });
+}
+
 /** A SAELens folder written by the fixture CLI: W_enc, W_dec [dSae, dIn] with rows far from unit
  *  norm, a cfg.json (layer 6, blocks.6.hook_resid_pre) and sparsity.safetensors whose first DEAD
  *  latents never fired. Returns its three files. */
@@ -98,12 +107,16 @@ test("a SAELens folder dropped in the page: its features' ε equals the CLI's, t
       await b.page.setViewportSize({ width: 1280, height: 900 });
       assert.deepEqual(await axeViolations(b.page), [], `page with a dictionary, ${scheme}`);
       await b.page.locator("article.card").screenshot({ path: join(OUT, `sae-card-1280-${scheme}.png`) });
+      // The card's top (heading, figures, the dictionary, dead latents) at a size one can read.
+      await b.page.screenshot({ path: join(OUT, `sae-card-top-1280-${scheme}.png`), fullPage: true, clip: await cardTop(b.page) });
       await b.page.locator("section.table1").screenshot({ path: join(OUT, `sae-map-1280-${scheme}.png`) });
       await b.page.setViewportSize({ width: 375, height: 740 });
       await b.page.waitForFunction(() => innerWidth === 375);
       const overflow = await b.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       assert.ok(overflow <= 0, `no sideways scrolling at 375 px (${overflow} px, ${scheme})`);
       await b.page.screenshot({ path: join(OUT, `sae-375-${scheme}.png`), fullPage: true });
+      await b.page.screenshot({ path: join(OUT, `sae-card-top-375-${scheme}.png`), fullPage: true, clip: await cardTop(b.page) });
+      await b.page.locator("section.table1").screenshot({ path: join(OUT, `sae-map-375-${scheme}.png`) });
     }
     assertClean(b);
   } finally { await b.close(); }

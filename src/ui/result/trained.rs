@@ -87,7 +87,7 @@ pub fn TrainedLine(
                 let describe = rule.map_or("", |u| u.describe());
                 // A dead latent is named so: "16 dead latents: below the firing-density threshold".
                 let label = if rule == Some(UntrainedRule::DeadLatent) {
-                    format!(" {} dead latents: {describe}", group_digits(r.rows))
+                    format!(" {} dead latents: {}", group_digits(r.rows), describe.trim_start_matches("latents "))
                 } else {
                     format!(" {} {describe}", group_digits(r.rows))
                 };
