@@ -67,12 +67,11 @@ fn FeaturesBesideEmbedding(
                     let cells = match beside {
                         Some(e) => view! {
                             <td>{epsilon_text(e)}</td>
-                            <td>{format!("{:+.4}", r.epsilon - e.epsilon).replace('-', "−")}</td>
                             <td>{format!("{} {}", e.model_name(), e.tensor)}</td>
                         }
                         .into_any(),
                         None => view! {
-                            <td colspan="3" class="note">
+                            <td colspan="2" class="note">
                                 {format!("no embedding of d = {} in this session: analyse the model's own to set it here", group_digits(r.dim))}
                             </td>
                         }
@@ -102,7 +101,6 @@ fn FeaturesBesideEmbedding(
                                 <th scope="col">"d"</th>
                                 <th scope="col">"ε of the features"</th>
                                 <th scope="col">"ε of the embedding"</th>
-                                <th scope="col">"Difference (features − embedding)"</th>
                                 <th scope="col">"Embedding"</th>
                             </tr>
                         </thead>
