@@ -10,8 +10,111 @@ use super::result::headline_capacity;
 use super::session::Entry;
 use crate::charts::Counted;
 use crate::pass::stats::SampledHistogram;
+use crate::read::locate::TensorRole;
 use crate::result::paper;
-use crate::result::report::{group_digits, significant};
+use crate::result::report::{group_digits, significant, Report};
+
+/// What an entry's matrix is: an embedding, an SAE dictionary's features (of layer N), or another
+/// matrix.
+pub fn role_text(r: &Report) -> String {
+    match r.tensor_role {
+        TensorRole::InputEmbedding => "embedding".to_string(),
+        TensorRole::OutputMatrix => "output matrix".to_string(),
+        TensorRole::Other => "other matrix".to_string(),
+        TensorRole::SaeDecoder => {
+            let d = r.dictionary.as_ref().map(|d| &d.dictionary);
+            let layer = d
+                .and_then(|d| d.layer)
+                .map_or_else(|| "features, layer unknown".to_string(), |l| format!("features of layer {l}"));
+            if d.is_some_and(|d| d.transcoder) {
+                format!("{layer} (output side)")
+            } else {
+                layer
+            }
+        }
+    }
+}
+
+/// ε with its half-interval when estimated.
+fn epsilon_text(r: &Report) -> String {
+    match r.epsilon_ci {
+        Some([lo, hi]) => format!("{} ± {}", significant(r.epsilon, 4), significant((hi - lo) / 2.0, 2)),
+        None => significant(r.epsilon, 4),
+    }
+}
+
+/// Each dictionary of the session beside an embedding of its width (the first in the table's
+/// order): ε of the features and ε of the embedding, the paper's hypothesis that the embedding's
+/// geometry reflects the latent space put to a measurement. Shown when the session holds both.
+#[component]
+fn FeaturesBesideEmbedding(
+    /// The session's entries.
+    entries: RwSignal<Vec<Entry>>,
+) -> impl IntoView {
+    let shown = move || {
+        entries.with(|list| {
+            let is = |e: &&Entry, role: TensorRole| e.report.tensor_role == role;
+            let embeddings: Vec<&Entry> = list.iter().filter(|e| is(e, TensorRole::InputEmbedding)).collect();
+            let dictionaries: Vec<&Entry> = list.iter().filter(|e| is(e, TensorRole::SaeDecoder)).collect();
+            if embeddings.is_empty() || dictionaries.is_empty() {
+                return None;
+            }
+            let rows = dictionaries
+                .into_iter()
+                .map(|f| {
+                    let r = &f.report;
+                    let beside = embeddings.iter().find(|e| e.report.dim == r.dim).map(|e| &e.report);
+                    let cells = match beside {
+                        Some(e) => view! {
+                            <td>{epsilon_text(e)}</td>
+                            <td>{format!("{} {}", e.model_name(), e.tensor)}</td>
+                        }
+                        .into_any(),
+                        None => view! {
+                            <td colspan="2" class="note">
+                                {format!("no embedding of d = {} in this session: analyse the model's own to set it here", group_digits(r.dim))}
+                            </td>
+                        }
+                        .into_any(),
+                    };
+                    view! {
+                        <tr
+                            data-testid="features-vs-embedding-row"
+                            data-features-epsilon=r.epsilon.to_string()
+                            data-embedding-epsilon=beside.map_or_else(String::new, |e| e.epsilon.to_string())
+                        >
+                            <th scope="row">{r.model_name()}<span class="dims">{format!(" {}", role_text(r))}</span></th>
+                            <td>{group_digits(r.dim)}</td>
+                            <td>{epsilon_text(r)}</td>
+                            {cells}
+                        </tr>
+                    }
+                })
+                .collect_view();
+            Some(view! {
+                <div class="table-scroll" tabindex="0" role="region" aria-label="Features beside the embedding">
+                    <table class="compare-table compare-features" data-testid="features-vs-embedding">
+                        <caption>"Features beside the embedding: ε of each dictionary's feature directions and ε of the embedding of the same width, each over its own unit rows"</caption>
+                        <thead>
+                            <tr>
+                                <th scope="col">"Dictionary"</th>
+                                <th scope="col">"d"</th>
+                                <th scope="col">"ε of the features"</th>
+                                <th scope="col">"ε of the embedding"</th>
+                                <th scope="col">"Embedding"</th>
+                            </tr>
+                        </thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </div>
+                <p class="note">
+                    "The paper shares one capacity among embeddings and features and measures only embeddings; that the embedding's geometry reflects the latent space is its hypothesis. These are the two measurements side by side, no more."
+                </p>
+            })
+        })
+    };
+    view! { {shown} }
+}
 
 fn overlay_spec(entries: &[Entry], zoom: bool) -> ChartSpec {
     let chosen: Vec<&Entry> = entries.iter().filter(|e| e.overlay).collect();
@@ -54,10 +157,7 @@ pub fn Compare(
                 let r = &e.report;
                 let id = e.id;
                 let name = r.model_name();
-                let eps = match r.epsilon_ci {
-                    Some([lo, hi]) => format!("{} ± {}", significant(r.epsilon, 4), significant((hi - lo) / 2.0, 2)),
-                    None => significant(r.epsilon, 4),
-                };
+                let eps = epsilon_text(r);
                 let label = format!("{name} {}", r.tensor);
                 // The default choice of rules (what the report carries first), with its class.
                 let trained = r.trained.as_ref().map(|t| &t.without);
@@ -77,6 +177,7 @@ pub fn Compare(
                             />
                         </td>
                         <th scope="row">{name}<span class="dims">{format!(" {}", r.tensor)}</span></th>
+                        <td data-testid="compare-role">{role_text(r)}</td>
                         <td>{format!("{} × {}", group_digits(r.rows), group_digits(r.dim))}</td>
                         <td>{r.dtype.clone()}</td>
                         <td>{significant(r.mu, 4)}</td>
@@ -147,6 +248,7 @@ pub fn Compare(
                         <tr>
                             <th scope="col">"Overlay"</th>
                             <th scope="col">"Model"</th>
+                            <th scope="col">"Role"</th>
                             <th scope="col">"V × d"</th>
                             <th scope="col">"dtype"</th>
                             <th scope="col">"μ"</th>
@@ -161,6 +263,7 @@ pub fn Compare(
                     <tbody>{rows}</tbody>
                 </table>
             </div>
+            <FeaturesBesideEmbedding entries=entries />
             // Focusable: the table can be wider than the screen and scrolls by keyboard too.
             <div class="table-scroll" tabindex="0" role="region" aria-label="Geometry of each result">
                 <table class="compare-table compare-geometry" data-testid="compare-geometry">

@@ -16,7 +16,7 @@ use web_sys::{File, MessageEvent, Window};
 
 use super::chart::{mu_epsilon_markers, ChartCanvas, ChartSpec};
 use super::controller::{self, State, Status};
-use super::result::{headline_capacity, page_base, ContractReport};
+use super::result::{features_of, headline_capacity, page_base, ContractReport};
 use crate::charts::Counted;
 use crate::pass::estimate::Class;
 use crate::result::links;
@@ -184,14 +184,32 @@ fn EmbedResult(
     } else {
         "capacity indeterminate (ε ≥ 0.1)".to_string()
     };
+    // A dictionary's ε is that of its features (docs/method.md §10), not the paper's embedding ε.
+    let (sub, what) = match &r.dictionary {
+        Some(d) => (
+            format!(
+                "{} · {} features × d_in {} {}{}",
+                r.tensor,
+                group_digits(d.dictionary.d_sae),
+                group_digits(d.dictionary.d_in),
+                r.dtype,
+                d.dictionary.layer.map_or(String::new(), |l| format!(" · layer {l}"))
+            ),
+            format!(" ε of the {}", features_of(d)),
+        ),
+        None => (
+            format!("{} · {} × {} {}", r.tensor, group_digits(r.rows), group_digits(r.dim), r.dtype),
+            " ε = μ + 2σ".into(),
+        ),
+    };
     // The full view of the same result, without `embed=1`.
     let back = links::permalink_href(&page_base(), &r, &crate::result::permalink::encode(&r));
     view! {
         <article class="embed-card" aria-label="Orthoscope result">
             <h1 class="embed-title">{model.clone()}</h1>
-            <p class="embed-sub">{format!("{} · {} × {} {}", r.tensor, group_digits(r.rows), group_digits(r.dim), r.dtype)}</p>
+            <p class="embed-sub" data-testid="embed-sub">{sub}</p>
             <div class="embed-figures">
-                <p><span class="value" data-testid="epsilon">{significant(r.epsilon, 4)}</span>" ε = μ + 2σ"<br /><span class="unit">{interval}</span></p>
+                <p><span class="value" data-testid="epsilon">{significant(r.epsilon, 4)}</span>{what}<br /><span class="unit">{interval}</span></p>
                 <p><strong>{r.class.label()}</strong><br /><span class="unit">{capacity}</span></p>
             </div>
             <ChartCanvas spec=spec testid="histogram" shape="chart-small" file_stem="histogram".to_string() exports=false />

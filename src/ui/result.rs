@@ -3,13 +3,15 @@
 //! travel (permalink, embed code, exports). Every figure is a field of the [`Report`].
 //!
 //! One component per job, in the order they appear on the card: [`headline`] (the heading, the
-//! notes on where the result came from, the three figures), [`trained`] (ε without the rows the
+//! notes on where the result came from, the three figures), [`dictionary`] (a sparse autoencoder's
+//! dictionary and the share of its ε's capacity it uses), [`trained`] (ε without the rows the
 //! model never trained, and the switches of the rules that found them), [`glossary`] (the explanations),
 //! [`charts`] (histograms and sensitivity), [`numbers`] (the table of every number),
 //! [`unembedding`] (the output matrix, when there is one) and [`share`] (permalink, embed code,
 //! exports).
 
 mod charts;
+mod dictionary;
 mod glossary;
 mod headline;
 mod numbers;
@@ -25,6 +27,8 @@ use super::geometry::GeometrySection;
 use crate::result::links;
 use crate::result::report::{export_stem, Report};
 use charts::{Histograms, Sensitivity};
+pub use dictionary::features_of;
+use dictionary::DictionaryDetails;
 use glossary::Glossary;
 pub use headline::headline_capacity;
 use headline::{CardHeading, Headline};
@@ -105,11 +109,20 @@ fn ResultCard(
     // Which rules' rows are set aside in the numbers beside the paper's: the card's choice, which
     // the tail explorer and the histogram follow.
     let enabled = RwSignal::new(r.trained.as_ref().map(|t| t.default_enabled()).unwrap_or_default());
-    let trained = r.trained.clone().map(|t| view! { <TrainedLine trained=t enabled=enabled dim=r.dim /> });
+    let dead_latents = r.dictionary.is_some();
+    let trained = r
+        .trained
+        .clone()
+        .map(|t| view! { <TrainedLine trained=t enabled=enabled dim=r.dim dead_latents=dead_latents /> });
+    let (capacity, determinate) = (r.log10_capacity.adjusted_full, r.capacity_determinate);
+    let dictionary = r.dictionary.clone().map(
+        |d| view! { <DictionaryDetails dictionary=d log10_capacity=capacity determinate=determinate dim=r.dim /> },
+    );
     view! {
         <article class="card" class:stale=running aria-labelledby="result-heading">
             <CardHeading report=r.clone() state=state />
             <Headline report=r.clone() />
+            {dictionary}
             {trained}
             <Glossary />
             <Histograms report=r.clone() stem=stem.clone() enabled=enabled />

@@ -48,6 +48,8 @@ struct Point {
     class: Class,
     /// Analysed in this session (not from the paper).
     user: bool,
+    /// An SAE dictionary's features (docs/method.md §10): its own marker, never an embedding's.
+    features: bool,
 }
 
 impl Point {
@@ -79,6 +81,7 @@ fn paper_points() -> Vec<Point> {
             log10_capacity: m.capacity.map(f64::log10),
             class: estimate::class(m.epsilon),
             user: false,
+            features: false,
         })
         .collect()
 }
@@ -115,6 +118,7 @@ fn user_points(entries: &[Entry]) -> Vec<Point> {
                 log10_capacity: r.capacity_determinate.then_some(r.log10_capacity.adjusted_full),
                 class: r.class,
                 user: true,
+                features: r.tensor_role == TensorRole::SaeDecoder,
             }
         })
         .collect()
@@ -230,20 +234,21 @@ fn scatter(
                 let text = p.describe();
                 let (enter, focus, label) = (text.clone(), text.clone(), text.clone());
                 let whisker = p.ci.map(|[a, b]| {
-                    view! { <line class="whisker" x1=x x2=x y1=y_of(b.min(hi)) y2=y_of(a.max(lo))></line> }
+                    let class = if p.features { "whisker features" } else { "whisker" };
+                    view! { <line class=class x1=x x2=x y1=y_of(b.min(hi)) y2=y_of(a.max(lo))></line> }
                 });
-                let class = match (p.user, p.class) {
-                    (true, _) => "pt user",
-                    (false, Class::One) => "pt c1",
-                    (false, _) => "pt c2",
+                let class = match (p.user, p.features, p.class) {
+                    (true, true, _) => "pt user features",
+                    (true, false, _) => "pt user",
+                    (false, _, Class::One) => "pt c1",
+                    (false, _, _) => "pt c2",
                 };
-                let shape = if p.user {
-                    let s = 6.5;
-                    view! { <path d=format!("M{x} {} L{} {y} L{x} {} L{} {y} Z", y - s, x + s, y + s, x - s)></path> }
-                        .into_any()
-                } else {
-                    view! { <circle cx=x cy=y r="4.5"></circle> }.into_any()
+                let marker = match (p.user, p.features) {
+                    (true, true) => Marker::Features,
+                    (true, false) => Marker::Yours,
+                    (false, _) => Marker::Paper,
                 };
+                let shape = marker.shape(x, y);
                 view! {
                     {whisker}
                     <g
@@ -286,14 +291,102 @@ fn scatter(
                 })
             }}
         </svg>
-        // The key of the bands, always there: a label inside a band gives way to the points.
-        <ul class="map-legend" aria-label="Bands of the map">
+        // The key of the bands, always there: a label inside a band gives way to the points. Then
+        // the markers: a dictionary's features only when the session holds one.
+        <ul class="map-legend" aria-label="Key of the map: bands and markers">
             {BANDS.into_iter().filter(|&(from, to, _, _)| from.max(lo) < to.min(hi)).map(|(_, _, class, label)| view! {
-                <li><svg class="swatch" viewBox="0 0 12 12" width="12" height="12"><rect class=format!("band {class}") width="12" height="12"></rect></svg>{label}</li>
+                <li><svg class="swatch" viewBox="0 0 12 12" width="12" height="12" aria-hidden="true"><rect class=format!("band {class}") width="12" height="12"></rect></svg>{label}</li>
             }).collect_view()}
+            {move || {
+                let any_features = points.with(|ps| ps.iter().any(|p| p.features));
+                Marker::ALL
+                    .into_iter()
+                    .filter(|&m| m != Marker::Features || any_features)
+                    .map(|m| view! {
+                        <li data-marker=m.name()>
+                            <svg class="marker" viewBox=format!("0 0 {} 16", m.sample_width()) width=m.sample_width() height="16" aria-hidden="true">
+                                {m.sample()}
+                            </svg>
+                            {m.label()}
+                        </li>
+                    })
+                    .collect_view()
+            }}
         </ul>
     }
     .into_any()
+}
+
+/// The shapes a point is drawn with: the paper's models, the session's embeddings (and other
+/// matrices), and the session's SAE dictionaries, whose features are not embeddings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Marker {
+    Paper,
+    Yours,
+    Features,
+}
+
+impl Marker {
+    const ALL: [Marker; 3] = [Marker::Paper, Marker::Yours, Marker::Features];
+
+    /// `data-marker` of its legend entry.
+    fn name(self) -> &'static str {
+        match self {
+            Marker::Paper => "paper",
+            Marker::Yours => "yours",
+            Marker::Features => "features",
+        }
+    }
+
+    /// Width of its legend sample: the paper's circle twice, in the colours of its two classes.
+    fn sample_width(self) -> u32 {
+        if self == Marker::Paper {
+            26
+        } else {
+            16
+        }
+    }
+
+    /// The legend's sample of the marker, classed as a point is.
+    fn sample(self) -> AnyView {
+        match self {
+            Marker::Paper => view! {
+                <g class="pt c1">{self.shape(6.0, 8.0)}</g>
+                <g class="pt c2">{self.shape(19.0, 8.0)}</g>
+            }
+            .into_any(),
+            Marker::Yours => view! { <g class="pt user">{self.shape(8.0, 8.0)}</g> }.into_any(),
+            Marker::Features => view! { <g class="pt user features">{self.shape(8.0, 8.0)}</g> }.into_any(),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Marker::Paper => "a model of the paper's Table 1 (coloured by its class)",
+            Marker::Yours => "a matrix analysed here",
+            Marker::Features => "an SAE dictionary's features, analysed here",
+        }
+    }
+
+    /// The marker centred on (x, y): a circle, a diamond, or a triangle pointing up.
+    fn shape(self, x: f64, y: f64) -> AnyView {
+        match self {
+            Marker::Paper => view! { <circle cx=x cy=y r="4.5"></circle> }.into_any(),
+            Marker::Yours => {
+                let s = 6.5;
+                view! { <path d=format!("M{x} {} L{} {y} L{x} {} L{} {y} Z", y - s, x + s, y + s, x - s)></path> }
+                    .into_any()
+            }
+            Marker::Features => {
+                // About the diamond's area, its centroid on the point.
+                let s = 7.0;
+                view! {
+                    <path d=format!("M{x} {} L{} {} L{} {} Z", y - s, x + s, y + s / 2.0, x - s, y + s / 2.0)></path>
+                }
+                .into_any()
+            }
+        }
+    }
 }
 
 /// The map's bands of ε: (from, to, CSS class, label).
@@ -373,7 +466,7 @@ pub fn Table1Map(
         <section class="table1" aria-labelledby="table1-title">
             <h2 id="table1-title">"Where it sits: the paper's 45 models"</h2>
             <p class="note">
-                "d_model against ε for every model of the paper's Table 1 (circles) and every model analysed here (diamonds, with their 95 % interval when estimated). "
+                "d_model against ε for every model of the paper's Table 1 (circles) and every model analysed here (diamonds, or triangles for an SAE dictionary's features, placed at d = the decoder's width; with their 95 % interval when estimated). "
                 <a href=paper::PAPER_URL target="_blank" rel="noopener noreferrer">"The paper"</a>
                 " finds two families and nothing between ε = 0.1 and 0.2."
             </p>
@@ -425,7 +518,7 @@ fn standalone_svg(testid: &str) -> Option<(String, f64)> {
         "<style>text{{font-family:system-ui,sans-serif}} .band.class1{{fill:{}}} .band.class2{{fill:{}}} .band.gap{{fill:{}}} \
          .band-label{{fill:{};font-size:12px}} .axis{{stroke:{}}} .grid{{stroke:{}}} .tick{{fill:{};font-size:12px}} \
          .axis-title{{fill:{};font-size:12px}} .pt.c1 circle{{fill:{}}} .pt.c2 circle{{fill:{}}} .pt.user path{{fill:{};stroke:{}}} \
-         .whisker{{stroke:{};stroke-width:2}} rect.bg{{fill:{}}}</style><rect class=\"bg\" width=\"100%\" height=\"100%\"/>",
+         .pt.user.features path{{fill:{}}} .whisker{{stroke:{};stroke-width:2}} .whisker.features{{stroke:{}}} rect.bg{{fill:{}}}</style><rect class=\"bg\" width=\"100%\" height=\"100%\"/>",
         var("--class1"),
         var("--class2"),
         var("--gap"),
@@ -438,7 +531,9 @@ fn standalone_svg(testid: &str) -> Option<(String, f64)> {
         var("--pt2"),
         var("--user"),
         var("--fg"),
+        var("--features"),
         var("--user"),
+        var("--features"),
         var("--card"),
     );
     let html = svg.outer_html();

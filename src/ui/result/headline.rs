@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use super::dictionary::features_of;
 use super::page_base;
 use crate::pass::estimate::Class;
 use crate::result::links;
@@ -79,10 +80,13 @@ pub fn Headline(
         ),
         None => format!("Exact: over all {} pairs of the {} usable rows.", group_digits(r.pairs), group_digits(r.rows_used)),
     };
+    // A dictionary's ε is that of its features (docs/method.md §10), never the paper's embedding ε.
+    let features = r.dictionary.as_ref().map(features_of);
     let capacity_view = if r.capacity_determinate {
+        let width = if features.is_some() { ", the decoder's width" } else { "" };
         view! {
             <p class="big" data-testid="capacity">{headline_capacity(&r)}</p>
-            <p class="unit">{format!("ε-nearly-orthogonal directions in d = {} dimensions (paper Eq. 7)", group_digits(r.dim))}</p>
+            <p class="unit">{format!("ε-nearly-orthogonal directions in d = {} dimensions{width} (paper Eq. 7)", group_digits(r.dim))}</p>
         }
         .into_any()
     } else {
@@ -105,7 +109,10 @@ pub fn Headline(
         {quantised}
         <div class="headline">
             <div class="figure">
-                <h3>"ε, deviation from orthogonality"</h3>
+                <h3 data-testid="epsilon-label">{match features {
+                    Some(what) => format!("ε of the dictionary's {what}"),
+                    None => "ε, deviation from orthogonality".to_string(),
+                }}</h3>
                 <p class="big" data-testid="epsilon">{significant(r.epsilon, 4)}</p>
                 <p class="unit">{match r.epsilon_ci {
                     Some([lo, hi]) => format!("± {} (95 % interval [{}, {}])", significant((hi - lo) / 2.0, 2), significant(lo, 4), significant(hi, 4)),
@@ -123,7 +130,11 @@ pub fn Headline(
             </div>
         </div>
         <p class="reference" data-testid="paper-neighbours">
-            {format!("Reference: {}.", paper::neighbours_sentence(r.epsilon))}
+            {match features {
+                // The paper's models are embeddings: for a dictionary they give a scale, not a place.
+                Some(_) => format!("For scale only (the paper's models are embeddings): {}.", paper::neighbours_sentence(r.epsilon)),
+                None => format!("Reference: {}.", paper::neighbours_sentence(r.epsilon)),
+            }}
         </p>
         <p class="note">{estimate_note}</p>
         {gpu_note(&r)}

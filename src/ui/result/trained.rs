@@ -27,14 +27,22 @@ pub fn TrainedLine(
     enabled: RwSignal<Vec<String>>,
     /// d, for the capacity's unit.
     dim: u64,
+    /// A dictionary's features: the rows set aside are its dead latents (docs/method.md §10).
+    #[prop(optional)]
+    dead_latents: bool,
 ) -> impl IntoView {
     let t = StoredValue::new(trained);
+    let (row, rows, never_trained) = if dead_latents {
+        ("feature", "features", "dead latents")
+    } else {
+        ("row", "rows", "rows the model never trained")
+    };
     let line = move || {
         let chosen = enabled.get();
         t.with_value(|t| match t.choice(&chosen) {
             Choice::AllRows => view! {
                 <p data-testid="trained-epsilon" data-value="">
-                    "No rule is enabled: every row counts, as in the paper's ε above."
+                    {format!("No rule is enabled: every {row} counts, as in the {} above.", if dead_latents { "ε" } else { "paper's ε" })}
                 </p>
             }
             .into_any(),
@@ -46,13 +54,13 @@ pub fn TrainedLine(
             .into_any(),
             Choice::Without(w) => {
                 let how = if w.exact {
-                    format!("exact over all {} pairs of the {} rows left", group_digits(w.pairs), group_digits(w.rows_used))
+                    format!("exact over all {} pairs of the {} {rows} left", group_digits(w.pairs), group_digits(w.rows_used))
                 } else {
-                    format!("estimated from the {} sampled pairs among the rows left", group_digits(w.pairs))
+                    format!("estimated from the {} sampled pairs among the {rows} left", group_digits(w.pairs))
                 };
                 view! {
                     <p data-testid="trained-epsilon" data-value=w.epsilon.to_string()>
-                        {format!("Without the {} rows the model never trained: ε = ", group_digits(w.rows_excluded))}
+                        {format!("Without the {} {never_trained}: ε = ", group_digits(w.rows_excluded))}
                         <strong>{significant(w.epsilon, 4)}</strong>
                         " · "
                         <strong data-testid="trained-class">{w.class.label()}</strong>
@@ -75,7 +83,14 @@ pub fn TrainedLine(
             .iter()
             .map(|r| {
                 let name = r.rule.clone();
-                let describe = UntrainedRule::from_name(&name).map_or("", |u| u.describe());
+                let rule = UntrainedRule::from_name(&name);
+                let describe = rule.map_or("", |u| u.describe());
+                // A dead latent is named so: "16 dead latents: below the firing-density threshold".
+                let label = if rule == Some(UntrainedRule::DeadLatent) {
+                    format!(" {} dead latents: {}", group_digits(r.rows), describe.trim_start_matches("latents "))
+                } else {
+                    format!(" {} {describe}", group_digits(r.rows))
+                };
                 let checked = {
                     let name = name.clone();
                     move || enabled.with(|e| e.contains(&name))
@@ -96,24 +111,33 @@ pub fn TrainedLine(
                     <li>
                         <label>
                             <input type="checkbox" data-testid=format!("trained-rule-{name}") prop:checked=checked on:change=toggle />
-                            {format!(" {} {describe}", group_digits(r.rows))}
+                            {label}
                         </label>
                     </li>
                 }
             })
             .collect_view()
     });
+    let (heading, why) = if dead_latents {
+        (
+            "Dead latents",
+            "The ε above counts every feature. A latent that never fired was never pulled into place by the reconstruction, so its decoder row keeps the direction it started from; the number here is over the other features, removed exactly from the same pass.",
+        )
+    } else {
+        (
+            "Rows the model never trained",
+            "The paper's ε above counts every row, so it compares with Table 1. Rows a model never trained (a vocabulary padded past its last token, tokens its tokenizer reserves) pull ε towards their own geometry; the number here is over the other rows, removed exactly from the same pass.",
+        )
+    };
     view! {
         <section class="trained" data-testid="trained" aria-labelledby="trained-heading">
-            <h3 id="trained-heading">"Rows the model never trained"</h3>
+            <h3 id="trained-heading">{heading}</h3>
             {line}
             <fieldset>
                 <legend>"Set aside, by the rule that found them"</legend>
                 <ul class="rules">{switches}</ul>
             </fieldset>
-            <p class="note">
-                "The paper's ε above counts every row, so it compares with Table 1. Rows a model never trained (a vocabulary padded past its last token, tokens its tokenizer reserves) pull ε towards their own geometry; the number here is over the other rows, removed exactly from the same pass."
-            </p>
+            <p class="note">{why}</p>
         </section>
     }
 }
