@@ -41,7 +41,8 @@ pub fn DeadBelowControl(
     };
     let none = (!any_dead).then_some(" No latent is below it: the ε above counts every feature.");
     view! {
-        <form class="dead-below" data-testid="dead-below-form" on:submit=submit>
+        // The browser's own range check would block the submit without the reason; the card says it.
+        <form class="dead-below" data-testid="dead-below-form" novalidate=true on:submit=submit>
             <p class="in-use" id="dead-below-in-use" data-testid="dead-below-in-use" data-value=threshold.to_string()>
                 "Latents set aside as dead: firing density below 10"
                 <sup>{signed(threshold)}</sup>
