@@ -197,6 +197,10 @@ test("the dead-latent threshold: ?dead_below=-2.5 and the card's control set asi
     const again = await finalReport(b.page, 600_000, first.run);
     await same(b.page, again, "the control");
     await b.page.waitForFunction(() => document.activeElement?.id === "dead-below-apply");
+    // The comparison's row of these files takes the new numbers (no second row).
+    const cells = await b.page.$$eval('[data-testid="compare-row"]', (rs) => rs.map((r) => Number(r.getAttribute("data-trained-epsilon"))));
+    assert.ok(cells.includes(again.report.trained.epsilon), JSON.stringify(cells));
+    assert.ok(!cells.includes(first.report.trained.epsilon), JSON.stringify(cells));
     assertClean(b);
   } finally { await b.close(); }
 
