@@ -2,6 +2,7 @@
 //! firing density below which a latent is set aside, as the result on display used it, and a field
 //! to analyse the same files again with another.
 
+use leptos::html::Input;
 use leptos::prelude::*;
 
 use crate::read::dictionary::{parse_dead_below, DEAD_BELOW_RANGE, NEVER_FIRED_LOG10};
@@ -22,12 +23,15 @@ pub fn DeadBelowControl(
 ) -> impl IntoView {
     let in_use = state.dead_below.get_untracked();
     let threshold = in_use.unwrap_or(NEVER_FIRED_LOG10);
-    let text = RwSignal::new(threshold.to_string());
+    // Read when applied, not bound to a signal: a number field reads "" while "−" is half typed,
+    // and writing that back would erase what the user typed.
+    let field = NodeRef::<Input>::new();
     let message = RwSignal::new(String::new());
     let running = move || state.status.get() == Status::Running;
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        match parse_dead_below(&text.get_untracked()) {
+        let typed = field.get_untracked().map(|f| f.value()).unwrap_or_default();
+        match parse_dead_below(&typed) {
             Ok(x) => {
                 message.set(String::new());
                 set_dead_below(state, x);
@@ -59,8 +63,8 @@ pub fn DeadBelowControl(
                     min=DEAD_BELOW_RANGE.start().to_string()
                     max=DEAD_BELOW_RANGE.end().to_string()
                     aria-describedby="dead-below-in-use"
-                    prop:value=move || text.get()
-                    on:input=move |ev| text.set(event_target_value(&ev))
+                    value=threshold.to_string()
+                    node_ref=field
                 />
                 <button type="submit" id=DEAD_BELOW_APPLY data-testid="dead-below-apply" disabled=running>
                     "Apply"
