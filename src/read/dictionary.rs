@@ -298,6 +298,33 @@ pub const SPARSITY_TENSOR: &str = "sparsity";
 /// ~10⁸–10⁹ tokens it counts over reads −9.4 or more. The floor sits between.
 pub const NEVER_FIRED_LOG10: f64 = -9.5;
 
+/// The dead-latent thresholds a user may set (log10 firing density): a density cannot exceed 1
+/// (log10 0), and SAELens's floor of 10⁻¹⁰ leaves nothing to tell apart far below −10.
+pub const DEAD_BELOW_RANGE: std::ops::RangeInclusive<f64> = -12.0..=0.0;
+
+/// Why a dead-latent threshold the user typed was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DeadBelowError {
+    #[error("dead_below “{given}” is not a number: give the log10 of a firing density, between −12 and 0 (−9.5, the default, sets aside the latents that never fired)")]
+    NotANumber { given: String },
+    #[error("dead_below {value} is outside −12 … 0: a firing density is at most 1 (log10 0), and SAELens's floor is 10⁻¹⁰ (log10 −10)")]
+    OutOfRange { value: f64 },
+}
+
+/// The dead-latent threshold in `text` (log10 firing density), refused unless finite and within
+/// [`DEAD_BELOW_RANGE`]. A true minus sign (−) is read as a hyphen.
+pub fn parse_dead_below(text: &str) -> Result<f64, DeadBelowError> {
+    let trimmed = text.trim().replace('\u{2212}', "-");
+    let value: f64 = trimmed.parse().map_err(|_| DeadBelowError::NotANumber { given: text.trim().to_string() })?;
+    if !value.is_finite() {
+        return Err(DeadBelowError::NotANumber { given: text.trim().to_string() });
+    }
+    if !DEAD_BELOW_RANGE.contains(&value) {
+        return Err(DeadBelowError::OutOfRange { value });
+    }
+    Ok(value)
+}
+
 /// Why the dead latents could not be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SparsityError {
@@ -492,6 +519,21 @@ mod tests {
             "ls/L7R/checkpoints/final.safetensors",
         ]);
         assert_eq!(got, vec![("ls/L3R".to_string(), None, vec![0, 1]), ("ls/L7R".to_string(), None, vec![2, 3])]);
+    }
+
+    #[test]
+    fn a_dead_latent_threshold_is_a_finite_log10_density_within_its_range() {
+        assert_eq!(parse_dead_below("-2.5"), Ok(-2.5));
+        assert_eq!(parse_dead_below(" −6 "), Ok(-6.0));
+        assert_eq!(parse_dead_below("0"), Ok(0.0));
+        assert_eq!(parse_dead_below("-12"), Ok(-12.0));
+        assert_eq!(parse_dead_below("-1e1"), Ok(-10.0));
+        for bad in ["", "abc", "NaN", "inf", "-inf", "1e400"] {
+            assert!(matches!(parse_dead_below(bad), Err(DeadBelowError::NotANumber { .. })), "{bad}");
+        }
+        assert_eq!(parse_dead_below("0.5"), Err(DeadBelowError::OutOfRange { value: 0.5 }));
+        assert_eq!(parse_dead_below("-12.01"), Err(DeadBelowError::OutOfRange { value: -12.01 }));
+        assert!(parse_dead_below("abc").is_err_and(|e| e.to_string().contains("between −12 and 0")));
     }
 
     #[test]

@@ -25,6 +25,9 @@ use crate::run::job::Opened;
 use crate::worker::pool::{pool_size, Pool};
 use crate::worker::protocol::{Envelope, Request, Response, RunSettings, SourceSpec};
 
+/// The id of the card's button that applies a dead-latent threshold (`set_dead_below`).
+pub const DEAD_BELOW_APPLY: &str = "dead-below-apply";
+
 /// Where the page stands; `data-status` on the report element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
@@ -109,6 +112,9 @@ pub struct State {
     pub centred_message: RwSignal<String>,
     /// The folder of dictionaries being analysed one after another, or last analysed so.
     pub queue: RwSignal<Option<LayerQueue>>,
+    /// The dead-latent threshold (log10 firing density) the result on display was analysed with;
+    /// None: the default, latents that never fired.
+    pub dead_below: RwSignal<Option<f64>>,
 }
 
 impl State {
@@ -134,6 +140,7 @@ impl State {
             centred_progress: RwSignal::new(None),
             centred_message: RwSignal::new(String::new()),
             queue: RwSignal::new(None),
+            dead_below: RwSignal::new(None),
         }
     }
 }
@@ -148,12 +155,29 @@ struct Controller {
     /// Started on the first analysis: a permalink or an embed of a stored result never loads it.
     client: Option<Pool>,
     params: Params,
-    /// The source of the current analysis, to re-run it with another tensor.
-    current: Option<(SourceSpec, Vec<File>)>,
+    /// The dead-latent threshold of the next analyses (`?dead_below=`, then the card's control).
+    dead_below: Option<f64>,
+    /// The current analysis, to re-run it with another tensor.
+    current: Option<Analysed>,
+    /// The analysis whose result is on display, to re-run it with another dead-latent threshold.
+    shown: Option<Analysed>,
+    /// The card's threshold control started the current run: its result gives the keyboard focus
+    /// back to the control (the new card replaces the one that held it).
+    refocus_dead_below: bool,
     /// Id of the current run; responses of older runs are dropped.
     run: u64,
     /// The dictionaries of a folder still to analyse after the current one: (label, files).
     pending: VecDeque<(String, Vec<File>)>,
+}
+
+/// What one analysis read and how: enough to start it again.
+#[derive(Clone)]
+struct Analysed {
+    source: SourceSpec,
+    files: Vec<File>,
+    /// The tensor the user picked (None: the one located).
+    tensor: Option<String>,
+    dead_below: Option<f64>,
 }
 
 thread_local! {
@@ -170,9 +194,24 @@ pub fn init(state: State, params: Params) {
     let fragment = web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default();
     let source = params.source();
     state.demo.set(params.demo.clone());
+    let dead_below = params.dead_below.clone();
     CONTROLLER.with(|c| {
-        *c.borrow_mut() = Some(Controller { client: None, params, current: None, run: 0, pending: VecDeque::new() })
+        *c.borrow_mut() = Some(Controller {
+            client: None,
+            dead_below: dead_below.clone().ok().flatten(),
+            params,
+            current: None,
+            shown: None,
+            refocus_dead_below: false,
+            run: 0,
+            pending: VecDeque::new(),
+        })
     });
+    // Nothing is analysed with a threshold the link did not mean.
+    if let Err(e) = dead_below {
+        fail(state, format!("This link's ?dead_below= cannot be used: {e}. Remove it, or drop the files and set the threshold on the card."));
+        return;
+    }
     if !fragment.trim_start_matches('#').is_empty() {
         show_permalink(state, &fragment);
         return;
@@ -321,7 +360,17 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
             // A folder's dictionaries go on to the next instead of a second pass over this one.
             let centred =
                 !queued && report.exact && CONTROLLER.with(|c| c.borrow().as_ref().is_some_and(|c| c.params.centred));
+            let (dead_below, refocus) = CONTROLLER.with(|c| {
+                let mut c = c.borrow_mut();
+                let Some(c) = c.as_mut() else { return (None, false) };
+                c.shown.clone_from(&c.current);
+                (c.shown.as_ref().and_then(|s| s.dead_below), std::mem::take(&mut c.refocus_dead_below))
+            });
+            state.dead_below.set(dead_below);
             state.report.set(Some(report));
+            if refocus {
+                request_animation_frame(|| focus_if_lost(DEAD_BELOW_APPLY));
+            }
             state.progress.set(None);
             state.status.set(Status::Done);
             if queued {
@@ -402,8 +451,14 @@ fn run_source(state: State, source: SourceSpec, files: Vec<File>, tensor: Option
             state.geometry_pending.set(false);
         }
         c.run += 1;
+        c.refocus_dead_below = false;
         state.run.set(c.run);
-        c.current = Some((source.clone(), files.clone()));
+        c.current = Some(Analysed {
+            source: source.clone(),
+            files: files.clone(),
+            tensor: tensor.clone(),
+            dead_below: c.dead_below,
+        });
         // The test crash (`?crash_after_rows=`) applies to the first analysis of files only.
         let crash = if source == SourceSpec::Files { c.params.crash.take() } else { None };
         let size = pool_size(c.params.workers);
@@ -417,6 +472,7 @@ fn run_source(state: State, source: SourceSpec, files: Vec<File>, tensor: Option
             gpu: c.params.gpu,
             crash,
             split: c.params.split,
+            dead_below_log10: c.dead_below,
         };
         pool.analyze(c.run, source, files, tensor, settings);
     });
@@ -525,8 +581,28 @@ fn restore_exact(state: State) {
 /// Re-runs the current source with another tensor.
 pub fn choose_tensor(state: State, name: String) {
     let current = CONTROLLER.with(|c| c.borrow().as_ref().and_then(|c| c.current.clone()));
-    if let Some((source, files)) = current {
-        start(state, source, files, Some(name));
+    if let Some(a) = current {
+        start(state, a.source, a.files, Some(name));
+    }
+}
+
+/// Sets the dead-latent threshold (log10 firing density) of this and later analyses, and analyses
+/// the files of the result on display again with it: the dead latents are set aside in the pass
+/// itself (docs/method.md §10), so a new threshold is a new pass.
+pub fn set_dead_below(state: State, log10_density: f64) {
+    let shown = CONTROLLER.with(|c| {
+        let mut c = c.borrow_mut();
+        let c = c.as_mut()?;
+        c.dead_below = Some(log10_density);
+        c.shown.clone()
+    });
+    if let Some(a) = shown {
+        start(state, a.source, a.files, a.tensor);
+        CONTROLLER.with(|c| {
+            if let Some(c) = c.borrow_mut().as_mut() {
+                c.refocus_dead_below = true;
+            }
+        });
     }
 }
 

@@ -6,7 +6,8 @@
 //! CPU pool and `?gpu=1` lets it use any GPU adapter, software ones included (default: a GPU that is
 //! not a fallback adapter, if the browser offers one); `?split=rows|columns` forces how the pool
 //! shares the pass (default: by rows, by columns from d = 8192 or where whole Gram matrices do not
-//! fit the memory budget); `?crash_after_rows=N` (with `?crash=oom` for
+//! fit the memory budget); `?dead_below=X` sets aside a dictionary's latents below log10 firing
+//! density X (−12 … 0; default: those that never fired); `?crash_after_rows=N` (with `?crash=oom` for
 //! an out-of-memory instead of a panic, `?crash=gpu-lost` for a lost GPU device, `?crash=slow-band`
 //! for a helper that lags behind) is a test hook of the end-to-end tests' build only (cargo feature
 //! `test-hooks`).
@@ -18,6 +19,7 @@ use crate::pass::kernel::Precision;
 use crate::pass::plan::DEFAULT_SEED;
 use crate::pass::shares::Split;
 use crate::read::demo::DEFAULT_DEMO;
+use crate::read::dictionary::{parse_dead_below, DeadBelowError};
 #[cfg(feature = "test-hooks")]
 use crate::worker::protocol::CrashKind;
 use crate::worker::protocol::{SourceSpec, TestCrash};
@@ -47,6 +49,10 @@ pub struct Params {
     pub split: Split,
     /// `?gpu=0` / `?gpu=1`: where the Gram sums run (see the module's comment).
     pub gpu: GpuChoice,
+    /// `?dead_below=X`: a dictionary's latents below log10 firing density X are set aside as dead
+    /// (None: those that never fired). A value that is not a number in −12 … 0 is refused: the page
+    /// says why instead of analysing with a threshold the link did not mean.
+    pub dead_below: Result<Option<f64>, DeadBelowError>,
     /// `?crash_after_rows=N` (`&crash=oom`), a test hook: a worker of the first analysis panics
     /// (or runs out of memory) after N rows, to show the page recovers (`worker::pool`). Harmless:
     /// it only ends that run with a message.
@@ -86,6 +92,7 @@ impl Params {
                 Some("columns") => Split::Columns,
                 _ => Split::Auto,
             },
+            dead_below: get("dead_below").filter(|s| !s.trim().is_empty()).map(|s| parse_dead_below(&s)).transpose(),
             crash: test_crash(&get),
         }
     }

@@ -11,6 +11,7 @@
 //! exports).
 
 mod charts;
+mod dead_below;
 mod dictionary;
 mod glossary;
 mod headline;
@@ -21,12 +22,15 @@ mod unembedding;
 
 use leptos::prelude::*;
 
-use super::controller::{State, Status};
+use super::controller::{Provenance, State, Status};
 use super::explore::TailExplorer;
 use super::geometry::GeometrySection;
+use crate::read::dictionary::SPARSITY_TENSOR;
+use crate::read::untrained::UntrainedRule;
 use crate::result::links;
 use crate::result::report::{export_stem, Report};
 use charts::{Histograms, Sensitivity};
+use dead_below::DeadBelowControl;
 pub use dictionary::features_of;
 use dictionary::DictionaryDetails;
 use glossary::Glossary;
@@ -110,10 +114,37 @@ fn ResultCard(
     // the tail explorer and the histogram follow.
     let enabled = RwSignal::new(r.trained.as_ref().map(|t| t.default_enabled()).unwrap_or_default());
     let dead_latents = r.dictionary.is_some();
-    let trained = r
-        .trained
-        .clone()
-        .map(|t| view! { <TrainedLine trained=t enabled=enabled dim=r.dim dead_latents=dead_latents /> });
+    // The threshold can be set where the files are at hand (not a shared link's result) and the
+    // dictionary came with its sparsity file.
+    let dead = UntrainedRule::DeadLatent.name();
+    let any_dead = r.trained.as_ref().is_some_and(|t| t.rules.iter().any(|x| x.rule == dead));
+    let sparsity_given = state
+        .opened
+        .with_untracked(|o| o.as_ref().is_some_and(|o| o.tensors.iter().any(|t| t.name == SPARSITY_TENSOR)));
+    let mut threshold = (r.dictionary.is_some()
+        && state.provenance.get_untracked() == Provenance::Analysed
+        && (any_dead || sparsity_given))
+        .then(|| view! { <DeadBelowControl state=state any_dead=any_dead /> }.into_any());
+    // With no latent below the threshold there is no dead-latents section: the control stands alone.
+    let trained = match r.trained.clone() {
+        Some(t) => {
+            let threshold = threshold.take();
+            view! { <TrainedLine trained=t enabled=enabled dim=r.dim dead_latents=dead_latents threshold=threshold /> }
+                .into_any()
+        }
+        None => threshold
+            .take()
+            .map(|c| {
+                view! {
+                    <section class="trained" aria-labelledby="dead-heading">
+                        <h3 id="dead-heading">"Dead latents"</h3>
+                        {c}
+                    </section>
+                }
+                .into_any()
+            })
+            .into_any(),
+    };
     let (capacity, determinate) = (r.log10_capacity.adjusted_full, r.capacity_determinate);
     let dictionary = r.dictionary.clone().map(
         |d| view! { <DictionaryDetails dictionary=d log10_capacity=capacity determinate=determinate dim=r.dim /> },

@@ -80,11 +80,19 @@ impl Session {
     pub fn add(&self, report: &Report) {
         let id = self.next_id.get_value();
         let mut added = false;
+        let mut changed = false;
         self.entries.update(|entries| {
             if let Some(e) = entries.iter_mut().find(|e| same_result(&e.report, report)) {
                 // A stored row (decoded from its link) regains the geometry a re-run computed.
                 if e.report.geometry.is_none() {
                     e.report.geometry.clone_from(&report.geometry);
+                }
+                // Another dead-latent threshold sets other rows aside: the row takes the numbers
+                // without them that the card now shows.
+                if e.report.trained != report.trained {
+                    e.report.trained.clone_from(&report.trained);
+                    e.fragment = permalink::encode(&e.report);
+                    changed = true;
                 }
                 return;
             }
@@ -97,6 +105,8 @@ impl Session {
         });
         if added {
             self.next_id.set_value(id + 1);
+        }
+        if added || changed {
             self.save();
         }
     }

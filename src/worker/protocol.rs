@@ -51,6 +51,10 @@ pub struct RunSettings {
     /// How the pool splits the pass (`?split=rows|columns`; default by the width, `shares::choose_split`).
     #[serde(default)]
     pub split: Split,
+    /// A dictionary's latents below this log10 firing density are set aside as dead (`?dead_below=`,
+    /// the card's control; None: those that never fired).
+    #[serde(default)]
+    pub dead_below_log10: Option<f64>,
 }
 
 /// A deliberate failure inside a worker, to show the page recovers.
@@ -80,8 +84,8 @@ pub enum CrashKind {
 impl RunSettings {
     /// The analysis these settings ask for.
     pub fn config(&self) -> AnalysisConfig {
-        let RunSettings { seed, stop_after_rows, precision, .. } = *self;
-        AnalysisConfig { seed, stop_after_rows, precision, ..AnalysisConfig::default() }
+        let RunSettings { seed, stop_after_rows, precision, dead_below_log10, .. } = *self;
+        AnalysisConfig { seed, stop_after_rows, precision, dead_below_log10, ..AnalysisConfig::default() }
     }
 }
 

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readFileSync, rmSync } from "node:fs";
 import { execFileSync } from "node:child_process";
-import { serve, openApp, analyseFiles, cliReport, assertClean, writeSafetensors, OUT, ROOT } from "./harness.mjs";
+import { serve, openApp, analyseFiles, cliReport, assertClean, writeSafetensors, finalReport, currentRun, OUT, ROOT } from "./harness.mjs";
 
 let server;
 before(async () => { server = await serve(join(ROOT, "dist")); });
@@ -150,5 +150,65 @@ test("an embedding and a dictionary of the same width: the comparison sets their
     await b.page.setViewportSize({ width: 1280, height: 900 });
     await b.page.locator("section.compare").screenshot({ path: join(OUT, "sae-compare-1280.png") });
     assertClean(b);
+  } finally { await b.close(); }
+});
+
+test("the dead-latent threshold: ?dead_below=-2.5 and the card's control set aside the latents the CLI's --dead-below does, with the same ε without them", async () => {
+  const [D_IN, D_SAE, BELOW] = [128, 1024, -2.5];
+  const files = saelensFolder(D_IN, D_SAE);
+  const want = cliReport(...files, "--dead-below", String(BELOW));
+  const deadRows = (report) => report.trained.rules.filter((r) => r.rule === "dead_latent");
+  // The fixture's densities: the first DEAD never fired, the rest cycle −3, −2.75, −2.5, …: two in
+  // seven of them are below −2.5 (strictly), besides the DEAD.
+  let below = DEAD;
+  for (let i = DEAD; i < D_SAE; i++) if (i % 7 < 2) below++;
+  assert.deepEqual(deadRows(want).map((r) => r.rows), [below], "the CLI honours --dead-below");
+  const same = async (page, r, how) => {
+    assert.equal(r.status, "done", r.text);
+    assert.deepEqual(deadRows(r.report), deadRows(want), `${how}: the dead latents`);
+    assert.ok(Math.abs(r.report.trained.epsilon - want.trained.epsilon) <= 1e-6, `${how}: ε without them, page ${r.report.trained.epsilon} CLI ${want.trained.epsilon}`);
+    assert.equal(Number(await page.getAttribute('[data-testid="dead-below-in-use"]', "data-value")), BELOW, `${how}: the threshold in use is shown`);
+    assert.match(await page.textContent('[data-testid="trained"] .rules'), new RegExp(`${below} dead latents`));
+  };
+
+  // The URL parameter.
+  let b = await openApp(server, `?dead_below=${BELOW}`);
+  try {
+    await same(b.page, await analyseFiles(b.page, files), "?dead_below");
+    assertClean(b);
+  } finally { await b.close(); }
+
+  // The card's control, from the default (never fired) to −2.5, by keyboard: a value it refuses
+  // starts nothing, Enter in the field applies, and the focus comes back to the button.
+  b = await openApp(server);
+  try {
+    const first = await analyseFiles(b.page, files);
+    assert.equal(first.status, "done", first.text);
+    assert.deepEqual(deadRows(first.report).map((r) => r.rows), [DEAD]);
+    const field = b.page.getByLabel("Dead below log10 density");
+    assert.equal(await field.getAttribute("data-testid"), "dead-below");
+    assert.equal(Number(await field.inputValue()), -9.5);
+    await field.fill("3");
+    await field.press("Enter");
+    await b.page.waitForFunction(() => /outside −12 … 0/.test(document.querySelector('[data-testid="dead-below-error"]')?.textContent ?? ""));
+    assert.equal(await currentRun(b.page), first.run, "a refused threshold starts nothing");
+    await field.fill(String(BELOW));
+    await field.press("Enter");
+    const again = await finalReport(b.page, 600_000, first.run);
+    await same(b.page, again, "the control");
+    await b.page.waitForFunction(() => document.activeElement?.id === "dead-below-apply");
+    // The comparison's row of these files takes the new numbers (no second row).
+    const cells = await b.page.$$eval('[data-testid="compare-row"]', (rs) => rs.map((r) => Number(r.getAttribute("data-trained-epsilon"))));
+    assert.ok(cells.includes(again.report.trained.epsilon), JSON.stringify(cells));
+    assert.ok(!cells.includes(first.report.trained.epsilon), JSON.stringify(cells));
+    assertClean(b);
+  } finally { await b.close(); }
+
+  // A value outside the range in the link is refused with the reason, and nothing is analysed.
+  b = await openApp(server, "?dead_below=3");
+  try {
+    const r = await finalReport(b.page);
+    assert.equal(r.status, "error");
+    assert.match(await b.page.textContent('[data-testid="error"]'), /dead_below.*outside −12 … 0/);
   } finally { await b.close(); }
 });

@@ -30,6 +30,9 @@ pub fn TrainedLine(
     /// A dictionary's features: the rows set aside are its dead latents (docs/method.md §10).
     #[prop(optional)]
     dead_latents: bool,
+    /// The dead-latent threshold and its control, beside the dead latents' switch.
+    #[prop(optional_no_strip)]
+    threshold: Option<AnyView>,
 ) -> impl IntoView {
     let t = StoredValue::new(trained);
     let (row, rows, never_trained) = if dead_latents {
@@ -137,6 +140,7 @@ pub fn TrainedLine(
                 <legend>"Set aside, by the rule that found them"</legend>
                 <ul class="rules">{switches}</ul>
             </fieldset>
+            {threshold}
             <p class="note">{why}</p>
         </section>
     }
