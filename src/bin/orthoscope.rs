@@ -83,8 +83,10 @@ mod cli {
             #[arg(long)]
             each: bool,
             /// A dictionary's latents whose log10 firing density (SAELens's sparsity.safetensors,
-            /// given alongside) is below this are set aside as dead (default −9.5: never fired).
-            #[arg(long, value_name = "LOG10", allow_negative_numbers = true)]
+            /// given alongside) is below this are set aside as dead (default −9.5: never fired;
+            /// −12 … 0, as the page's ?dead_below=).
+            #[arg(long, value_name = "LOG10", allow_negative_numbers = true,
+                  value_parser = |s: &str| orthoscope::read::dictionary::parse_dead_below(s).map_err(|e| e.to_string()))]
             dead_below: Option<f64>,
         },
         /// The exact nearest neighbours (by cosine, over all rows) of one row of the embedding, named

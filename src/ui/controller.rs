@@ -161,8 +161,9 @@ struct Controller {
     current: Option<Analysed>,
     /// The analysis whose result is on display, to re-run it with another dead-latent threshold.
     shown: Option<Analysed>,
-    /// The card's threshold control started the current run: its result gives the keyboard focus
-    /// back to the control (the new card replaces the one that held it).
+    /// The card's threshold control started the current run: its result, and each redraw of its card
+    /// (the geometry, the centred result), give the keyboard focus back to *Apply* when the redraw
+    /// took it (the new card replaces the one that held it).
     refocus_dead_below: bool,
     /// Id of the current run; responses of older runs are dropped.
     run: u64,
@@ -259,6 +260,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
                         r.geometry = Some(geometry);
                     }
                 });
+                refocus_threshold_control();
                 next_in_queue(state);
             }
             return;
@@ -291,6 +293,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
                     r.centred = Some(centred);
                 }
             });
+            refocus_threshold_control();
             return;
         }
         Response::CentredFailed { message } => {
@@ -364,7 +367,7 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
                 let mut c = c.borrow_mut();
                 let Some(c) = c.as_mut() else { return (None, false) };
                 c.shown.clone_from(&c.current);
-                (c.shown.as_ref().and_then(|s| s.dead_below), std::mem::take(&mut c.refocus_dead_below))
+                (c.shown.as_ref().and_then(|s| s.dead_below), c.refocus_dead_below)
             });
             state.dead_below.set(dead_below);
             state.report.set(Some(report));
@@ -678,6 +681,14 @@ pub fn compute_centred(state: State) {
 }
 
 /// Focuses the element `id` when the focus fell to the page's body (its holder was re-rendered).
+/// After the card of a run the threshold control started is drawn again (its geometry or centred
+/// result arrived), the focus goes back to *Apply* if the redraw took it: the flag lasts the run.
+fn refocus_threshold_control() {
+    if CONTROLLER.with(|c| c.borrow().as_ref().is_some_and(|c| c.refocus_dead_below)) {
+        request_animation_frame(|| focus_if_lost(DEAD_BELOW_APPLY));
+    }
+}
+
 fn focus_if_lost(id: &str) {
     let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
     let lost = document.active_element().is_none_or(|a| a.tag_name().eq_ignore_ascii_case("body"));

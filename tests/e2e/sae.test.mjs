@@ -179,7 +179,7 @@ test("the dead-latent threshold: ?dead_below=-2.5 and the card's control set asi
   } finally { await b.close(); }
 
   // The card's control, from the default (never fired) to −2.5, by keyboard: a value it refuses
-  // starts nothing, Enter in the field applies, and the focus comes back to the button.
+  // starts nothing, Enter in the field applies, and the focus stays in the form.
   b = await openApp(server);
   try {
     const first = await analyseFiles(b.page, files);
@@ -196,7 +196,9 @@ test("the dead-latent threshold: ?dead_below=-2.5 and the card's control set asi
     await field.press("Enter");
     const again = await finalReport(b.page, 600_000, first.run);
     await same(b.page, again, "the control");
-    await b.page.waitForFunction(() => document.activeElement?.id === "dead-below-apply");
+    // The keyboard user keeps their place: the focus stays in the threshold's form (the field, or
+    // Apply where the new card replaced the one that held it), never lost to the page's body.
+    await b.page.waitForFunction(() => ["dead-below", "dead-below-apply"].includes(document.activeElement?.id));
     // The comparison's row of these files takes the new numbers (no second row).
     const cells = await b.page.$$eval('[data-testid="compare-row"]', (rs) => rs.map((r) => Number(r.getAttribute("data-trained-epsilon"))));
     assert.ok(cells.includes(again.report.trained.epsilon), JSON.stringify(cells));
