@@ -401,7 +401,8 @@ impl Job {
         Ok(self)
     }
 
-    /// [`Analysis::finish_gpu`] of the embedding: await once `step` says done or after
+    /// [`Analysis::finish_gpu`] of the embedding, except after *Stop here* ([`Job::stop`]), when
+    /// the estimate on screen is the result at once: await once `step` says done or after
     /// [`Job::stop`], before [`Job::report`] (nothing on the CPU).
     pub async fn finish_gpu(&mut self) -> Result<(), Error> {
         // Stopped (*Stop here*): the estimate on screen is the result, at once.
