@@ -258,7 +258,7 @@ fn step_to(job: &mut Job, rows: u64) {
         if job.step().unwrap_or_else(|e| panic!("{e}")) {
             break;
         }
-        block_on(job.settle_gpu()).unwrap_or_else(|e| panic!("{e}"));
+        block_on(job.embedding_mut().settle_gpu()).unwrap_or_else(|e| panic!("{e}"));
     }
 }
 
@@ -274,9 +274,9 @@ fn running_estimate_and_stop_here_on_the_gpu() {
     let mut gpu = open_job(&bytes, Some(ctx), AnalysisConfig::default());
     let mut cpu = open_job(&bytes, None, AnalysisConfig::default());
     step_to(&mut gpu, 4000);
-    assert!(gpu.on_gpu(), "the pass runs on the GPU");
+    assert!(gpu.embedding().on_gpu(), "the pass runs on the GPU");
     assert_eq!(gpu.progress().epsilon, None, "no estimate before a read-back");
-    block_on(gpu.refresh_gpu_estimate()).unwrap_or_else(|e| panic!("{e}"));
+    block_on(gpu.embedding_mut().refresh_gpu_estimate()).unwrap_or_else(|e| panic!("{e}"));
     let seen = gpu.progress().rows_seen;
     step_to(&mut cpu, seen);
     assert_eq!(cpu.progress().rows_seen, seen);
@@ -316,13 +316,13 @@ fn a_lost_device_is_an_error_not_a_panic_or_a_hang() {
         let ctx = Rc::new(GpuContext::acquire(GpuChoice::Any).unwrap_or_else(|e| panic!("{e}")));
         let mut job = open_job(&bytes, Some(Rc::clone(&ctx)), AnalysisConfig::default());
         step_to(&mut job, 1000);
-        assert!(job.on_gpu());
+        assert!(job.embedding().on_gpu());
         ctx.lose_device_for_test();
         let out = match when {
             // The first GPU call after the loss fails: a step submits (and checks first).
             "step" => job.step().map(|_| ()),
-            "settle" => block_on(job.settle_gpu()),
-            "refresh" => block_on(job.refresh_gpu_estimate()),
+            "settle" => block_on(job.embedding_mut().settle_gpu()),
+            "refresh" => block_on(job.embedding_mut().refresh_gpu_estimate()),
             _ => {
                 job.stop();
                 block_on(job.finish_gpu())

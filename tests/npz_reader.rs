@@ -203,7 +203,7 @@ fn a_deflated_members_exact_pass_inflates_it_once_on_any_number_of_threads() {
         }
         let mut job = job.run().unwrap();
         for partial in &partials {
-            job.absorb(partial).unwrap();
+            job.embedding_mut().absorb(partial).unwrap();
         }
         // Each block starts at a checkpoint (whole rows, a power of two apart): the pass inflates
         // every block once and nothing else, whoever reads it.
@@ -249,7 +249,7 @@ fn a_narrow_deflated_members_pass_sweeps_and_inflates_it_about_once() {
         }
         let mut job = job.run().unwrap();
         for partial in &partials {
-            job.absorb(partial).unwrap();
+            job.embedding_mut().absorb(partial).unwrap();
         }
         let pass = job.checkpoints().inflated_bytes() as f64 - trip;
         println!("narrow, {of} shares: sample {:.3}× the member, pass {:.3}×", trip / member, pass / member);

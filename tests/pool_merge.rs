@@ -174,7 +174,7 @@ fn pooled_report_split(file: &[u8], config: &AnalysisConfig, of: u32, columns: b
         while helper.step().unwrap() != orthoscope::run::analysis::Phase::Done {}
         // As the page sends it: one message, the band's values apart from the rest.
         let (partial, band) = PassPartial::from_frame(&frame_bytes(helper.into_partial())).unwrap();
-        job.absorb_from(&partial, &band.as_slice()).unwrap();
+        job.embedding_mut().absorb_from(&partial, Some(&band.as_slice())).unwrap();
     }
     job.report(0.0).unwrap()
 }
@@ -395,9 +395,9 @@ fn a_lead_done_before_its_slower_band_estimates_and_stops_at_their_last_common_c
     let (mut lead, _) = Job::open(vec![source], None, config.clone()).unwrap();
     lead.split_columns(2);
     while !lead.step().unwrap() {
-        lead.note_checkpoint();
+        lead.embedding_mut().note_checkpoint();
     }
-    assert!(!lead.has_estimate(), "no checkpoint of the other band yet");
+    assert!(!lead.embedding().has_estimate(), "no checkpoint of the other band yet");
     assert!(!lead.stop_while_waiting(), "nothing to stop at yet");
     let mut helper = analysis(&file, config.clone());
     helper.set_share(Share::columns(1, 2).unwrap());
@@ -408,7 +408,7 @@ fn a_lead_done_before_its_slower_band_estimates_and_stops_at_their_last_common_c
         helper.step().unwrap();
         whole.step().unwrap();
         if let Some((step, part)) = helper.band_part() {
-            lead.take_band_part(1, step, part).unwrap();
+            lead.embedding_mut().take_band_part(1, step, part).unwrap();
             last = Some((step, whole.progress()));
             seen += 1;
         }
@@ -418,7 +418,7 @@ fn a_lead_done_before_its_slower_band_estimates_and_stops_at_their_last_common_c
     let mine = lead.progress();
     assert_eq!(mine.rows_seen, one.rows_seen);
     assert!(close(mine.epsilon.unwrap(), one.epsilon.unwrap(), 1e-12));
-    assert!(lead.stop_while_waiting() && lead.stopped_at_estimate());
+    assert!(lead.stop_while_waiting() && lead.embedding().stopped_at_estimate());
     let report = lead.report(0.0).unwrap();
     assert!(!report.exact && report.epsilon_ci.is_some());
     assert_eq!(report.rows_seen, one.rows_seen);
@@ -435,14 +435,14 @@ fn a_partial_of_another_width_or_a_block_counted_twice_is_refused() {
     let mut job = job.run().unwrap();
     let wrong = share_partial(&model(600, 40, 2), &config, Share::new(1, 2).unwrap());
     assert!(matches!(
-        job.absorb(&wrong),
+        job.embedding_mut().absorb(&wrong),
         Err(orthoscope::Error::Pass(orthoscope::pass::shares::PassError::DimMismatch { .. }))
     ));
     let right = share_partial(&file, &config, Share::new(1, 2).unwrap());
-    job.absorb(&right).unwrap();
+    job.embedding_mut().absorb(&right).unwrap();
     assert!(job.report(0.0).unwrap().exact);
     assert!(matches!(
-        job.absorb(&right),
+        job.embedding_mut().absorb(&right),
         Err(orthoscope::Error::Pass(orthoscope::pass::shares::PassError::TooManyBlocks { .. }))
     ));
 }

@@ -55,7 +55,7 @@ fn a_reposted_estimate_keeps_the_rows_it_was_computed_from() {
     let bytes = file;
     let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", bytes.clone()));
     let (mut job, _) = Job::open(vec![source], None, AnalysisConfig::default()).unwrap();
-    while !job.has_estimate() {
+    while !job.embedding().has_estimate() {
         job.step().unwrap();
     }
     for _ in 0..10 {

@@ -10,11 +10,11 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::explain::geometry::{Geometry, GeometryError, GeometryTiming};
-use crate::pass::accumulate::{rows_within, Route};
+use crate::explain::geometry::GeometryTiming;
+use crate::pass::accumulate::rows_within;
 use crate::pass::gpu::GpuContext;
-use crate::pass::kernel::{BandValues, MAX_CHUNK_ROWS};
-use crate::pass::shares::{PassPartial, Share};
+use crate::pass::kernel::MAX_CHUNK_ROWS;
+use crate::pass::shares::Share;
 use crate::read::dictionary::{dead_latents, Dictionary, NEVER_FIRED_LOG10, SPARSITY_TENSOR};
 use crate::read::format::set::{read_model_set, ModelSet};
 use crate::read::format::{ModelInfo, TensorInfo};
@@ -63,9 +63,9 @@ pub struct JobOptions {
     /// downloaded and the user asked for the embedding alone.
     pub tensor_bytes_only: bool,
     /// A GPU for the embedding's Gram pass ([`Analysis::set_gpu`]): the caller then awaits
-    /// [`Job::settle_gpu`] after each step, [`Job::refresh_gpu_estimate`] before a progress
-    /// message and [`Job::finish_gpu`] before the report, and reruns the job on the CPU if any of
-    /// them (or a step) ends in [`Error::Gpu`].
+    /// [`Analysis::settle_gpu`] after each step and [`Analysis::refresh_gpu_estimate`] before a
+    /// progress message (through [`Job::embedding_mut`]) and [`Job::finish_gpu`] before the report,
+    /// and reruns the job on the CPU if any of them (or a step) ends in [`Error::Gpu`].
     pub gpu: Option<Rc<GpuContext>>,
 }
 
@@ -262,7 +262,7 @@ impl Job {
 
     /// A helper's part of a pass split over workers (`pass`): the tensor `tensor` of `sources`
     /// (the name the lead's [`Opened::chosen`] gave), `share` of its pass and nothing else. Its
-    /// [`Analysis::into_partial`] goes to the lead's [`Job::absorb`].
+    /// [`Analysis::into_partial`] goes to the lead's [`Analysis::absorb`] ([`Job::embedding_mut`]).
     pub fn open_share(
         sources: Vec<Rc<dyn ByteSource>>,
         tensor: &str,
@@ -313,41 +313,10 @@ impl Job {
         }
     }
 
-    /// Whether the embedding's histogram sample has been read: from then on [`Job::reads_whole`]
-    /// is known.
-    pub fn sample_is_read(&self) -> bool {
-        self.embedding.sample_is_read()
-    }
-
-    /// Whether the embedding's pass is best read by one worker alone ([`Analysis::reads_whole`]).
-    pub fn reads_whole(&self) -> bool {
-        self.embedding.reads_whole()
-    }
-
-    /// The embedding pass's route: only a Gram pass can be split by columns.
-    pub fn route(&self) -> Route {
-        self.embedding.route()
-    }
-
     /// The checkpoints of the deflated members the job reads (none for other layouts), for the
     /// shares of its pass on other threads ([`Job::open_share_sharing`]), and what inflating cost.
     pub fn checkpoints(&self) -> &SharedCheckpoints {
         &self.checkpoints
-    }
-
-    /// Bytes of the embedding's accumulator, which every worker of a split pass holds once.
-    pub fn accumulator_bytes(&self) -> u64 {
-        self.embedding.accumulator_bytes()
-    }
-
-    /// Takes in another worker's share of the embedding's pass.
-    pub fn absorb(&mut self, partial: &PassPartial) -> Result<(), Error> {
-        self.embedding.absorb(partial)
-    }
-
-    /// [`Job::absorb`] of a partial whose G (whole, or a band) came apart from it (a worker's message).
-    pub fn absorb_from(&mut self, partial: &PassPartial, apart: &dyn BandValues) -> Result<(), Error> {
-        self.embedding.absorb_from(partial, Some(apart))
     }
 
     /// One bounded piece of work; true when the job is finished.
@@ -420,51 +389,20 @@ impl Job {
         false
     }
 
-    /// Whether the embedding's result is its estimate at a checkpoint of a split by columns (or a
-    /// GPU read-back): the helpers' partials are then not taken in.
-    pub fn stopped_at_estimate(&self) -> bool {
-        self.embedding.stopped_at_estimate()
-    }
-
-    /// [`Analysis::note_checkpoint`] of the embedding's pass: call after each step.
-    pub fn note_checkpoint(&mut self) {
-        self.embedding.note_checkpoint();
-    }
-
-    /// [`Analysis::take_band_part`] of the embedding's pass.
-    pub fn take_band_part(&mut self, band: u32, step: u64, part: f64) -> Result<(), Error> {
-        self.embedding.take_band_part(band, step, part)
-    }
-
     /// Runs to the end (CLI, tests). Natively a GPU pass is waited for on this thread; in a
-    /// browser the caller awaits [`Job::settle_gpu`] and [`Job::finish_gpu`] instead.
+    /// browser the caller awaits [`Analysis::settle_gpu`] and [`Job::finish_gpu`] instead.
     pub fn run(mut self) -> Result<Self, Error> {
         while !self.step()? {
             #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
-            crate::pass::gpu::block_on(self.settle_gpu())?;
+            crate::pass::gpu::block_on(self.embedding.settle_gpu())?;
         }
         #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
         crate::pass::gpu::block_on(self.finish_gpu())?;
         Ok(self)
     }
 
-    /// Offers `gpu` to the embedding's Gram pass, as [`JobOptions::gpu`] does (before the first step).
-    pub fn set_gpu(&mut self, gpu: Rc<GpuContext>) {
-        self.embedding.set_gpu(gpu);
-    }
-
-    /// [`Analysis::settle_gpu`] of the embedding: await after each step (nothing on the CPU).
-    pub async fn settle_gpu(&mut self) -> Result<(), Error> {
-        self.embedding.settle_gpu().await
-    }
-
-    /// [`Analysis::refresh_gpu_estimate`] of the embedding: await before [`Job::progress`] when a
-    /// progress message is due (nothing on the CPU).
-    pub async fn refresh_gpu_estimate(&mut self) -> Result<(), Error> {
-        self.embedding.refresh_gpu_estimate().await
-    }
-
-    /// [`Analysis::finish_gpu`] of the embedding: await once `step` says done or after
+    /// [`Analysis::finish_gpu`] of the embedding, except after *Stop here* ([`Job::stop`]), when
+    /// the estimate on screen is the result at once: await once `step` says done or after
     /// [`Job::stop`], before [`Job::report`] (nothing on the CPU).
     pub async fn finish_gpu(&mut self) -> Result<(), Error> {
         // Stopped (*Stop here*): the estimate on screen is the result, at once.
@@ -472,11 +410,6 @@ impl Job {
             return Ok(());
         }
         self.embedding.finish_gpu().await
-    }
-
-    /// Whether the embedding's Gram pass is running on the GPU (its sums not yet read back).
-    pub fn on_gpu(&self) -> bool {
-        self.embedding.on_gpu()
     }
 
     /// Reads the histogram's sample of the embedding and takes in its pairs, their dot products
@@ -495,36 +428,6 @@ impl Job {
             self.embedding.step()?;
         }
         Ok(self.embedding.sample_verdict().cloned())
-    }
-
-    /// The blocks of the embedding's histogram sample pairs still to take in
-    /// ([`Analysis::sample_pair_blocks`]).
-    pub fn sample_pair_blocks(&self) -> Vec<std::ops::Range<usize>> {
-        self.embedding.sample_pair_blocks()
-    }
-
-    /// One block's dot products, as a step computes them ([`Analysis::sample_pair_dots`]).
-    pub fn sample_pair_dots(&self, rows: &std::ops::Range<usize>) -> Vec<f32> {
-        self.embedding.sample_pair_dots(rows)
-    }
-
-    /// Takes in the embedding's sample pairs from `dots`, one array per block of
-    /// [`Job::sample_pair_blocks`] (computed here or by the page's helpers); false (nothing done)
-    /// when they do not fit ([`Analysis::finish_sample_pairs_with`]): the steps then pair the
-    /// sample as before.
-    pub fn finish_sample_pairs(&mut self, dots: Vec<Vec<f32>>) -> Result<bool, Error> {
-        self.embedding.finish_sample_pairs_with(|_, _, _| dots)
-    }
-
-    /// What the embedding's histogram sample decided (None until its pairs are taken in), for the
-    /// helpers of a split pass ([`Analysis::skip_sample`]).
-    pub fn sample_verdict(&self) -> Option<&SampleVerdict> {
-        self.embedding.sample_verdict()
-    }
-
-    /// Whether the embedding's pass has a running ε yet (cheap: no ‖G‖ is computed).
-    pub fn has_estimate(&self) -> bool {
-        self.embedding.has_estimate()
     }
 
     /// Progress of the whole job: the unembedding's sample counts as a small last stretch.
@@ -560,15 +463,25 @@ impl Job {
         p
     }
 
+    /// The chosen tensor's analysis (the paper's ε), asked directly for what the job adds nothing
+    /// to: where the pass runs and how it is split, the sample's verdict and pairs, the running ε,
+    /// the geometry. The job's own methods are for what it adds: the unembedding's pass after it
+    /// ([`Job::step`], [`Job::progress`], [`Job::upcoming_reads`]), *Stop here* ([`Job::stop`],
+    /// [`Job::finish_gpu`]) and the Report's other parts ([`Job::report`]).
+    pub fn embedding(&self) -> &Analysis {
+        &self.embedding
+    }
+
+    /// [`Job::embedding`] to drive: the GPU offered and awaited, a helper's sample pairs, bands and
+    /// partials taken in by the lead of a split pass. Stepping it here bypasses the job's
+    /// unembedding and *Stop here*: steps go through [`Job::step`].
+    pub fn embedding_mut(&mut self) -> &mut Analysis {
+        &mut self.embedding
+    }
+
     /// The embedding matrix and its vocabulary, for the tail explorer and the centred pass.
     pub fn matrix(&self) -> &Matrix {
         &self.matrix
-    }
-
-    /// The embedding's geometry ([`Analysis::geometry`]): None unless its pass was exact. The
-    /// unembedding, a sample, has none.
-    pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
-        self.embedding.geometry(timing)
     }
 
     /// [`Job::report`] with the geometry filled in: for callers that can wait for the eigen step.

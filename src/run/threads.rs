@@ -165,7 +165,7 @@ fn on_gpu(files: &[PathBuf], request: &PassRequest, started: Instant) -> Result<
     let options = crate::run::job::JobOptions { tensor_bytes_only: false, gpu: Some(Rc::clone(&ctx)) };
     let (mut job, _) = Job::open_with(open_files(files)?, request.tensor.as_deref(), request.config.clone(), options)?;
     while !job.step()? {
-        block_on(job.settle_gpu())?;
+        block_on(job.embedding_mut().settle_gpu())?;
         if request.lose_gpu_after_rows.is_some_and(|rows| job.progress().rows_seen >= rows) {
             ctx.lose_device_for_test();
         }
@@ -207,8 +207,8 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
     // By rows while whole accumulators fit the memory budget and d < 8192, else by columns
     // (`shares::split_for`), unless asked otherwise.
     let requested = u32::try_from(requested).unwrap_or(u32::MAX);
-    let gram = job.route() == Route::Gram;
-    let (of, columns) = choose_split(request.split, requested, job.accumulator_bytes(), gram, None);
+    let gram = job.embedding().route() == Route::Gram;
+    let (of, columns) = choose_split(request.split, requested, job.embedding().accumulator_bytes(), gram, None);
     if columns {
         job.split_columns(of);
     } else {
@@ -259,7 +259,7 @@ fn on_threads(files: &[PathBuf], request: &PassRequest, started: Instant) -> Res
         return Err(ThreadsError::Panicked);
     }
     for partial in partials {
-        job.absorb(&partial?)?;
+        job.embedding_mut().absorb(&partial?)?;
     }
     // The eigen step on every thread asked for, even where the memory budget ran fewer shares.
     finish(job, request, started, threads_asked(request))

@@ -154,7 +154,7 @@ pub(super) async fn analyze(
         return Ok(());
     }
     if let Some(gpu) = &gpu {
-        job.set_gpu(gpu.clone());
+        job.embedding_mut().set_gpu(gpu.clone());
     }
     // The split waits for the sample's rows (tens of ms), which say whether the pass is bound by
     // its reads (`split_after_sample`); a GPU pass is the lead's alone.
@@ -183,7 +183,7 @@ pub(super) async fn analyze(
         if job.step().map_err(pass_error)? {
             break;
         }
-        if split.is_none() && job.sample_is_read() {
+        if split.is_none() && job.embedding().sample_is_read() {
             let (of, columns) = split_after_sample(&mut job, settings.split, workers);
             if of > 1 {
                 post(run, Response::Split { tensor: chosen.clone(), of, columns });
@@ -200,16 +200,16 @@ pub(super) async fn analyze(
             }
         }
         if !verdict_posted && split.is_some_and(|(of, _)| of > 1) {
-            if let Some(verdict) = job.sample_verdict() {
+            if let Some(verdict) = job.embedding().sample_verdict() {
                 let (blocks, blocks_from_helpers) = paired;
                 post(run, Response::Verdict { verdict: verdict.clone(), blocks, blocks_from_helpers });
                 verdict_posted = true;
             }
         }
         // Split by columns: the bands' parts of ‖G‖²_F at their checkpoints (the running ε).
-        job.note_checkpoint();
+        job.embedding_mut().note_checkpoint();
         for (band, step, part) in take_band_parts(run) {
-            job.take_band_part(band, step, part).map_err(|e| e.to_string())?;
+            job.embedding_mut().take_band_part(band, step, part).map_err(|e| e.to_string())?;
         }
         // Split by columns, the lead stops at the bands' last common checkpoint, and steps on
         // until there is one (`Job::stop`).
@@ -219,7 +219,7 @@ pub(super) async fn analyze(
         // The GPU's queue is kept short (memory), without blocking the worker. Messages get in
         // while the GPU is awaited: a Cancel or a newer run ends this loop before it posts anything
         // more, and Stop here ends it with the estimate on screen, without waiting for the block.
-        if let Some(settled) = unless_interrupted(job.settle_gpu(), &pacer).await {
+        if let Some(settled) = unless_interrupted(job.embedding_mut().settle_gpu(), &pacer).await {
             settled.map_err(pass_error)?;
         }
         if pacer.superseded() {
@@ -229,9 +229,9 @@ pub(super) async fn analyze(
             break;
         }
         // The first running ε goes on screen as soon as the pass has one, not at the next tick.
-        let first_estimate = !estimate_posted && job.has_estimate();
+        let first_estimate = !estimate_posted && job.embedding().has_estimate();
         if pacer.progress_due(first_estimate) {
-            if let Some(refreshed) = unless_interrupted(job.refresh_gpu_estimate(), &pacer).await {
+            if let Some(refreshed) = unless_interrupted(job.embedding_mut().refresh_gpu_estimate(), &pacer).await {
                 refreshed.map_err(pass_error)?;
             }
             if pacer.superseded() {
@@ -272,10 +272,10 @@ pub(super) async fn analyze(
     // Split by columns, a lead whose own band is done waits for slower bands: their checkpoints
     // still move the running ε, and *Stop here* takes the last one. Their partials are taken in
     // only once all have come, since a band placed into G ends the bands' running estimate.
-    if columns && of > 1 && !job.stopped_at_estimate() {
+    if columns && of > 1 && !job.embedding().stopped_at_estimate() {
         while partials_waiting(run) + 1 < of as usize {
             for (band, step, part) in take_band_parts(run) {
-                job.take_band_part(band, step, part).map_err(|e| e.to_string())?;
+                job.embedding_mut().take_band_part(band, step, part).map_err(|e| e.to_string())?;
             }
             if stop_early_asked() && job.stop_while_waiting() {
                 break;
@@ -294,12 +294,12 @@ pub(super) async fn analyze(
     // The helpers post their partials when their shares end (or, split by rows, on "stop here").
     // Stopped at a checkpoint of a split by columns, the result is that estimate: the page cancels
     // the bands.
-    let partials = if job.stopped_at_estimate() { 1 } else { of };
+    let partials = if job.embedding().stopped_at_estimate() { 1 } else { of };
     for share in 1..partials {
         loop {
             if let Some(bytes) = take_partial(run, share) {
                 let (partial, band) = read_partial(&bytes).map_err(|e| e.to_string())?;
-                job.absorb_from(&partial, &band).map_err(|e| e.to_string())?;
+                job.embedding_mut().absorb_from(&partial, Some(&band)).map_err(|e| e.to_string())?;
                 break;
             }
             sleep_ms(WAIT_PARTIALS_MS).await;
@@ -324,7 +324,7 @@ pub(super) async fn analyze(
     // yield. A run started meanwhile cancels this one, and the page replaces a worker that does not
     // acknowledge (`client.rs`).
     if report.dim <= WITH_RESULT_MAX_DIM {
-        let geometry = job.geometry(GeometryTiming::WithTheResult);
+        let geometry = job.embedding().geometry(GeometryTiming::WithTheResult);
         if let Ok(g) = &geometry {
             report.geometry = g.clone();
         }
@@ -337,7 +337,7 @@ pub(super) async fn analyze(
     post(run, Response::Done(Box::new(report)));
     yield_task().await;
     if !pacer.superseded() {
-        match job.geometry(GeometryTiming::AfterTheResult) {
+        match job.embedding().geometry(GeometryTiming::AfterTheResult) {
             Ok(Some(geometry)) => post(run, Response::Geometry(geometry)),
             Ok(None) => {}
             Err(e) => post(run, Response::GeometryFailed { message: e.to_string() }),
@@ -349,13 +349,14 @@ pub(super) async fn analyze(
 /// Splits the lead's pass once its sample's rows are read: by rows as far as whole accumulators
 /// fit the memory budget, else (and from d = 8192) by columns where the lead can assemble G
 /// (`shares::choose_split`). Asked for no split in particular, a pass the sample shows is bound by
-/// its reads runs whole where its shares could not sweep (`Job::reads_whole`). `(of, by_columns)`.
+/// its reads runs whole where its shares could not sweep (`Analysis::reads_whole`). `(of, by_columns)`.
 fn split_after_sample(job: &mut Job, split: Split, workers: u32) -> (u32, bool) {
-    if split == Split::Auto && job.reads_whole() {
+    if split == Split::Auto && job.embedding().reads_whole() {
         return (1, false);
     }
-    let gram = job.route() == Route::Gram;
-    let (of, columns) = choose_split(split, workers, job.accumulator_bytes(), gram, Some(WORKER_MEMORY_LIMIT));
+    let gram = job.embedding().route() == Route::Gram;
+    let (of, columns) =
+        choose_split(split, workers, job.embedding().accumulator_bytes(), gram, Some(WORKER_MEMORY_LIMIT));
     if of > 1 {
         if columns {
             job.split_columns(of);
@@ -379,14 +380,14 @@ fn split_after_sample(job: &mut Job, split: Split, workers: u32) -> (u32, bool) 
 /// [`Request::SampleDots`]: crate::worker::protocol::Request::SampleDots
 async fn pair_sample_with_helpers(job: &mut Job, run: u64, of: u32, pacer: &mut Pacer) -> Result<(u32, u32), Error> {
     let Some(lead) = Share::new(0, of) else { return Ok((0, 0)) };
-    let blocks = job.sample_pair_blocks();
+    let blocks = job.embedding().sample_pair_blocks();
     let n = blocks.last().map_or(0, |b| b.end);
     let lens: Vec<usize> = blocks.iter().map(|b| b.len() * (n - b.start)).collect();
     let mut dots: Vec<Option<Vec<f32>>> = vec![None; blocks.len()];
     let interrupted = |pacer: &Pacer| pacer.superseded() || stop_early_asked();
     let started = now_ms();
     for (k, rows) in blocks.iter().enumerate().filter(|(k, _)| lead.pairs_sample_block(*k)) {
-        dots[k] = Some(job.sample_pair_dots(rows));
+        dots[k] = Some(job.embedding().sample_pair_dots(rows));
         pacer.pause().await;
         if interrupted(pacer) {
             return Ok((0, 0));
@@ -399,7 +400,7 @@ async fn pair_sample_with_helpers(job: &mut Job, run: u64, of: u32, pacer: &mut 
         from_helpers += take_sample_dots(run, &lens, &mut dots);
         let Some(missing) = dots.iter().rposition(Option::is_none) else { break };
         if now_ms() - waiting_since > patience {
-            dots[missing] = blocks.get(missing).map(|rows| job.sample_pair_dots(rows));
+            dots[missing] = blocks.get(missing).map(|rows| job.embedding().sample_pair_dots(rows));
             pacer.pause().await;
         } else {
             sleep_ms(WAIT_SAMPLE_DOTS_MS).await;
@@ -409,7 +410,8 @@ async fn pair_sample_with_helpers(job: &mut Job, run: u64, of: u32, pacer: &mut 
         }
     }
     let blocks = u32::try_from(dots.len()).unwrap_or(u32::MAX);
-    job.finish_sample_pairs(dots.into_iter().map(Option::unwrap_or_default).collect())?;
+    let dots: Vec<Vec<f32>> = dots.into_iter().map(Option::unwrap_or_default).collect();
+    job.embedding_mut().finish_sample_pairs_with(|_, _, _| dots)?;
     Ok((blocks, from_helpers))
 }
 
