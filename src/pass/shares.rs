@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::pass::accumulate::PairAccumulator;
+use crate::pass::estimate::WithinBlock;
 use crate::pass::kernel::BandValues;
 use crate::pass::stats::GramMoments;
 
@@ -190,13 +191,9 @@ pub fn choose_split(
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PassPartial {
     pub gram: PairAccumulator,
-    /// Σ cos, Σ cos², pair count over pairs inside the visited blocks (the running estimate's
-    /// within-block stratum).
-    pub within: (f64, f64, u64),
-    /// The visited blocks whose within-block pairs `within` holds (only some are measured: the
-    /// estimate scales them to all).
-    #[serde(default)]
-    pub within_blocks: u64,
+    /// The running estimate's within-block stratum, over the visited blocks measured (only some
+    /// are: the estimate scales them to all).
+    pub within: WithinBlock,
     /// Blocks of the plan visited.
     pub blocks_seen: u64,
     /// This partial over the plan's random phase alone, once its share has gone on into the sweep
@@ -237,8 +234,7 @@ impl PassPartial {
     pub fn empty(dim: usize) -> Self {
         Self {
             gram: PairAccumulator::Gram(GramMoments::new(dim)),
-            within: (0.0, 0.0, 0),
-            within_blocks: 0,
+            within: WithinBlock::default(),
             blocks_seen: 0,
             random_phase: None,
         }
@@ -252,7 +248,6 @@ impl PassPartial {
             None => PassPartial {
                 gram: self.gram.clone(),
                 within: self.within,
-                within_blocks: self.within_blocks,
                 blocks_seen: self.blocks_seen,
                 random_phase: None,
             },
@@ -276,9 +271,8 @@ impl PassPartial {
             // A split by columns: every share saw every block, so its band is placed, not added.
             self.gram.place_band(&other.gram, apart).map_err(PassError::Band)?;
             // Only the lead measures the within-block pairs (`analysis`); the blocks are alike.
-            if other.within.2 > self.within.2 {
+            if other.within.pairs > self.within.pairs {
                 self.within = other.within;
-                self.within_blocks = other.within_blocks;
             }
             self.blocks_seen = self.blocks_seen.max(other.blocks_seen);
             return Ok(());
@@ -298,9 +292,7 @@ impl PassPartial {
                 return self.merge(&PassPartial { gram, ..other.clone() });
             }
             self.gram.merge_from(&other.gram, values).map_err(PassError::Values)?;
-            self.within =
-                (self.within.0 + other.within.0, self.within.1 + other.within.1, self.within.2 + other.within.2);
-            self.within_blocks += other.within_blocks;
+            self.within.merge(&other.within);
             self.blocks_seen += other.blocks_seen;
             return Ok(());
         }
@@ -312,8 +304,7 @@ impl PassPartial {
             self.random_phase = Some(Box::new(mine));
         }
         self.gram.merge(&other.gram);
-        self.within = (self.within.0 + other.within.0, self.within.1 + other.within.1, self.within.2 + other.within.2);
-        self.within_blocks += other.within_blocks;
+        self.within.merge(&other.within);
         self.blocks_seen += other.blocks_seen;
         Ok(())
     }
@@ -495,7 +486,7 @@ mod tests {
         p.gram.add_unit_rows(&rows);
         p.gram.record(crate::read::matrix::RowFate::Kept);
         p.gram.record(crate::read::matrix::RowFate::Kept);
-        p.within = (0.1, 0.2, 3);
+        p.within = WithinBlock { sum: 0.1, sum_sq: 0.2, pairs: 3, blocks: 1 };
         p.blocks_seen = 4;
         let back = PassPartial::from_bytes(&p.to_bytes()).unwrap();
         assert_eq!(back.to_bytes(), p.to_bytes());

@@ -564,21 +564,6 @@ impl GramMoments {
     }
 }
 
-/// Σ cos and Σ cos² over the pairs i < j of one block, from its `k × k` matrix of dot products:
-/// the within-block stratum of a running estimate (`analysis`).
-pub fn within_block_sums(dots: &[f32], k: usize) -> (f64, f64, u64) {
-    let mut sums = (0.0f64, 0.0f64, 0u64);
-    for i in 0..k {
-        for &c in dots.get(i * k + i + 1..(i + 1) * k).unwrap_or(&[]) {
-            let c = c as f64;
-            sums.0 += c;
-            sums.1 += c * c;
-            sums.2 += 1;
-        }
-    }
-    sums
-}
-
 /// `sum += row`, value by value.
 fn add_row(sum: &mut [f64], row: &[f64]) {
     for (s, &x) in sum.iter_mut().zip(row) {
