@@ -180,7 +180,7 @@ pub const Z_95: f64 = 1.959964;
 /// inside the visited blocks that were measured, and how many blocks those were. Only some of the
 /// visited blocks are measured (every k-th of the plan's seeded random order, an unbiased sample of
 /// them): [`WithinBlock::scaled_to`] scales the sums to all of them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WithinBlock {
     /// Σ cos over the measured pairs.
     pub sum: f64,
