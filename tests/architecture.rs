@@ -5,7 +5,8 @@
 //! - the core has no browser types (Rule 1);
 //! - comments carry no history and cite nothing outside the repository (Rule 5);
 //! - the test hooks and the fixtures never reach a release build (Rule 6);
-//! - the reading layer never unwraps (Rule 4, the part a text scan can see).
+//! - the reading layer never unwraps (Rule 4, the part a text scan can see);
+//! - the pass layer's accumulators derive no serde: its messages are `pass::wire`'s (Rule 7).
 //!
 //! The scan is lexical: comments and literals are blanked first, and items behind a
 //! `#[cfg(test)]` (or any `cfg` that needs `test`) are left out, since test code may use anything.
@@ -915,4 +916,71 @@ fn the_reading_layer_never_unwraps() {
     }
     assert!(read_files > 20, "only {read_files} files found in src/read");
     assert!(broken.is_empty(), "{} unwrap(s) in src/read:\n{}", broken.len(), broken.join("\n"));
+}
+
+/// The types under `src/pass/` that may derive serde, and why: the Report's fields and the
+/// requests' settings, which are messages by design. The accumulators are not: a worker sends its
+/// partial as a message of `pass::wire`, whose types are all this rule lets through besides these.
+const SERDE_AT_THE_BOUNDARY: [(&str, &str); 11] = [
+    ("Moments", "the Report's moments"),
+    ("RowCounts", "the Report's row counts"),
+    ("SampledHistogram", "the Report's histograms"),
+    ("TopPair", "the Report's tail explorer pairs"),
+    ("Capacities", "the Report's capacity bounds"),
+    ("Class", "the Report's class"),
+    ("GpuInfo", "the Report's adapter"),
+    ("GpuChoice", "a request's setting"),
+    ("Precision", "a request's setting"),
+    ("Split", "a request's setting"),
+    ("Share", "a request's share of a split pass"),
+];
+
+/// The items after each `#[derive(..)]` naming `Serialize` or `Deserialize` in `src`: (offset, name).
+fn serde_derived(src: &Source) -> Vec<(usize, String)> {
+    let toks = tokens(&src.code);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        if ident(toks.get(i)) != Some("derive") || toks.get(i + 1).map(|t| &t.1) != Some(&Tok::Punct('(')) {
+            i += 1;
+            continue;
+        }
+        let close = (i + 1..toks.len()).find(|&j| toks[j].1 == Tok::Punct(')')).unwrap_or(toks.len());
+        let serde = (i + 2..close).any(|j| matches!(ident(toks.get(j)), Some("Serialize" | "Deserialize")));
+        let item = (close..toks.len()).find(|&j| matches!(ident(toks.get(j)), Some("struct" | "enum")));
+        if let (true, Some(item)) = (serde, item) {
+            if let Some(name) = ident(toks.get(item + 1)) {
+                out.push((toks[i].0, name.to_string()));
+            }
+        }
+        i = close;
+    }
+    out
+}
+
+/// Rule 7: the accumulators are not the wire format.
+#[test]
+fn the_pass_derives_serde_only_at_its_boundary() {
+    let mut broken = Vec::new();
+    let mut found = Vec::new();
+    for src in sources().iter().filter(|s| s.path.starts_with("src/pass/")) {
+        let wire = src.path == "src/pass/wire.rs";
+        for (at, name) in serde_derived(src) {
+            found.push(name.clone());
+            if !wire && !SERDE_AT_THE_BOUNDARY.iter().any(|(n, _)| *n == name) {
+                broken.push(format!(
+                    "{}: `{name}` derives serde in the pass layer. An accumulator or kernel state is \
+                     not a message: give the worker protocol a type of its own in src/pass/wire.rs \
+                     and convert to and from it there (ARCHITECTURE.md, Rule 7).",
+                    src.at(at)
+                ));
+            }
+        }
+        if !wire && tokens(&src.code).iter().any(|(_, t)| *t == Tok::Ident("postcard".into())) {
+            broken.push(format!("{}: postcard outside src/pass/wire.rs (ARCHITECTURE.md, Rule 7).", src.path));
+        }
+    }
+    // The scan sees the derives at all: the wire's messages and the Report's types.
+    assert!(found.iter().any(|n| n == "PartialMessage") && found.iter().any(|n| n == "Moments"), "found {found:?}");
+    assert!(broken.is_empty(), "serde past the pass layer's boundary:\n{}", broken.join("\n"));
 }

@@ -6,7 +6,9 @@
 
 use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::pass::accumulate::PairAccumulator;
 use orthoscope::pass::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
+use orthoscope::pass::shares::PassPartial;
 use orthoscope::pass::stats::GramMoments;
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
@@ -488,9 +490,12 @@ fn rows_waiting_for_the_kernel_are_never_lost() {
     assert_eq!(merged.pending_rows(), 0);
     let m = merged.moments().expect("moments");
     assert!((m.sigma - want.sigma).abs() <= 1e-12 * want.sigma && (m.mu - want.mu).abs() <= 1e-12, "merged");
-    let waiting = fed(0..rows);
-    let json = serde_json::to_string(&waiting).expect("serialise");
-    let back: GramMoments = serde_json::from_str(&json).expect("deserialise");
+    // Sent as a worker sends it (`pass::wire`), its waiting rows with it.
+    let mut waiting = fed(0..rows);
+    waiting.counts.seen = waiting.counts.kept;
+    let partial = PassPartial { gram: PairAccumulator::Gram(waiting), ..PassPartial::empty(dim) };
+    let back = PassPartial::from_bytes(&partial.to_bytes()).expect("read back");
+    let PairAccumulator::Gram(back) = back.gram else { panic!("the Gram route") };
     assert_eq!(back.pending_rows(), left);
     assert_eq!(back.moments(), Some(want), "a serialised partial keeps its waiting rows");
 }

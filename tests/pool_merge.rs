@@ -704,8 +704,8 @@ fn within_block_pairs_are_measured_on_the_same_positions_however_the_pass_is_sha
         };
         let (two, three) = (merged(2), merged(3));
         assert_eq!(two.blocks_seen, 47, "d = {dim}: 3000 rows in blocks of 64");
-        assert_eq!(two.within_blocks, 47_u64.div_ceil(every), "d = {dim}: positions 0, {every}, …");
-        assert_eq!((three.within_blocks, three.within.2), (two.within_blocks, two.within.2), "d = {dim}");
-        assert!(close(three.within.0, two.within.0, 1e-12), "d = {dim}: Σ cos within");
+        assert_eq!(two.within.blocks, 47_u64.div_ceil(every), "d = {dim}: positions 0, {every}, …");
+        assert_eq!((three.within.blocks, three.within.pairs), (two.within.blocks, two.within.pairs), "d = {dim}");
+        assert!(close(three.within.sum, two.within.sum, 1e-12), "d = {dim}: Σ cos within");
     }
 }

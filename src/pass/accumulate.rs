@@ -11,10 +11,10 @@
 //! [`PairAccumulator::new`] takes whichever holds fewer bytes. Both merge partial sums of disjoint
 //! row sets (workers), and both hold what the spectrum of G/V needs (`explain::geometry`).
 
-use serde::{Deserialize, Serialize};
-
 use crate::pass::kernel::{self, BandValues, Precision};
+use crate::pass::shares::PassError;
 use crate::pass::stats::{GramMoments, Moments, RowCounts};
+use crate::pass::wire::{unreadable, width, RowsMessage};
 use crate::read::matrix::RowFate;
 
 /// Which accumulator a pass uses.
@@ -66,8 +66,8 @@ pub fn rows_within(budget: u64, dim: usize) -> u64 {
 }
 
 /// The V unit rows kept so far, and Σ cos, Σ cos² over their pairs i < j.
-/// Serialisable: a worker posts its partial to the lead (`pass`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A worker posts its partial to the lead as `pass::wire::RowsMessage`.
+#[derive(Clone, Debug, PartialEq)]
 pub struct RowPairs {
     pub counts: RowCounts,
     dim: usize,
@@ -192,7 +192,7 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// The exact pass's partial sums on either route.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum PairAccumulator {
     Gram(GramMoments),
     Rows(RowPairs),
@@ -397,6 +397,49 @@ impl PairAccumulator {
             PairAccumulator::Gram(g) => g.bytes(),
             PairAccumulator::Rows(r) => r.bytes(),
         }
+    }
+}
+
+impl<'a> From<&'a RowPairs> for RowsMessage<'a> {
+    fn from(r: &'a RowPairs) -> Self {
+        RowsMessage {
+            counts: r.counts.into(),
+            dim: r.dim as u64,
+            units: std::borrow::Cow::Borrowed(r.units.as_slice()),
+            sum: std::borrow::Cow::Borrowed(r.sum.as_slice()),
+            sum_cos: r.sum_cos,
+            sum_cos_sq: r.sum_cos_sq,
+        }
+    }
+}
+
+impl TryFrom<RowsMessage<'_>> for RowPairs {
+    type Error = PassError;
+    /// s and every kept row are padded to the width's lanes, and the rows are the kept ones.
+    fn try_from(m: RowsMessage<'_>) -> Result<Self, PassError> {
+        let d = m.sum.len();
+        let dim = width(m.dim, d)?;
+        if (d == 0 && !m.units.is_empty()) || !m.units.len().is_multiple_of(d.max(1)) {
+            return Err(unreadable(format!(
+                "a row partial of d = {dim} with {} values of s, {} of rows",
+                d,
+                m.units.len()
+            )));
+        }
+        let counts: RowCounts = m.counts.try_into()?;
+        let rows = m.units.len() / d.max(1);
+        if rows as u64 != counts.kept {
+            return Err(unreadable(format!("a row partial of {rows} rows that counts {} kept", counts.kept)));
+        }
+        Ok(RowPairs {
+            counts,
+            dim,
+            dim_padded: d,
+            units: m.units.into_owned(),
+            sum: m.sum.into_owned(),
+            sum_cos: m.sum_cos,
+            sum_cos_sq: m.sum_cos_sq,
+        })
     }
 }
 

@@ -8,6 +8,7 @@
 //! running estimate, and the result of *Stop here*, is the one at the latest checkpoint that every
 //! band has reached: an estimate over a prefix of the seeded block order, as in a whole pass.
 
+use crate::pass::estimate::WithinBlock;
 use crate::pass::stats::{GramScalars, Moments, RowCounts};
 
 /// Steps between checkpoints once the pass is under way (a step is up to 64 rows): a band's part
@@ -32,9 +33,7 @@ pub struct LeadAt {
     pub scalars: GramScalars,
     pub counts: RowCounts,
     pub blocks_seen: u64,
-    pub within: (f64, f64, u64),
-    /// The blocks whose within-block pairs `within` holds.
-    pub within_blocks: u64,
+    pub within: WithinBlock,
 }
 
 /// The estimate at a checkpoint every band has reached.
@@ -44,8 +43,7 @@ pub struct Reached {
     pub moments: Moments,
     pub counts: RowCounts,
     pub blocks_seen: u64,
-    pub within: (f64, f64, u64),
-    pub within_blocks: u64,
+    pub within: WithinBlock,
 }
 
 /// One checkpoint not yet reached by every band.
@@ -158,7 +156,6 @@ impl BandTally {
                 counts: lead.counts,
                 blocks_seen: lead.blocks_seen,
                 within: lead.within,
-                within_blocks: lead.within_blocks,
             });
         }
     }
@@ -173,8 +170,7 @@ mod tests {
             scalars: GramScalars { rows, sum_sq: rows as f64 * 1.5, sum_norm2: rows as f64, sum_norm4: rows as f64 },
             counts: RowCounts { seen: rows, kept: rows, ..RowCounts::default() },
             blocks_seen: rows / 4,
-            within: (0.0, 0.0, 0),
-            within_blocks: 0,
+            within: WithinBlock::default(),
         }
     }
 

@@ -176,11 +176,71 @@ pub fn epsilon_standard_error(
 /// 95 % normal interval half-width factor.
 pub const Z_95: f64 = 1.959964;
 
-/// The blocks a pass has visited, for [`stratified_moments`]: Σ cos, Σ cos², pair count over the
-/// pairs inside those blocks, and how many of the plan's blocks were visited.
+/// The running estimate's within-block stratum: Σ cos, Σ cos² and the count of the pairs i < j
+/// inside the visited blocks that were measured, and how many blocks those were. Only some of the
+/// visited blocks are measured (every k-th of the plan's seeded random order, an unbiased sample of
+/// them): [`WithinBlock::scaled_to`] scales the sums to all of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WithinBlock {
+    /// Σ cos over the measured pairs.
+    pub sum: f64,
+    /// Σ cos² over the measured pairs.
+    pub sum_sq: f64,
+    /// Pairs measured.
+    pub pairs: u64,
+    /// Blocks measured.
+    pub blocks: u64,
+}
+
+impl WithinBlock {
+    /// Adds one block's pairs i < j from its `k × k` matrix of dot products. The block's sums are
+    /// made first and then added, so a block adds the same bits wherever it is measured.
+    pub fn add_block(&mut self, dots: &[f32], k: usize) {
+        let (mut sum, mut sum_sq, mut pairs) = (0.0f64, 0.0f64, 0u64);
+        for i in 0..k {
+            for &c in dots.get(i * k + i + 1..(i + 1) * k).unwrap_or(&[]) {
+                let c = c as f64;
+                sum += c;
+                sum_sq += c * c;
+                pairs += 1;
+            }
+        }
+        self.sum += sum;
+        self.sum_sq += sum_sq;
+        self.pairs += pairs;
+        self.blocks += 1;
+    }
+
+    /// Adds the stratum of other blocks (another share's, disjoint from these).
+    pub fn merge(&mut self, other: &WithinBlock) {
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        self.pairs += other.pairs;
+        self.blocks += other.blocks;
+    }
+
+    /// The sums scaled from the measured blocks to all `seen` visited blocks (as they are when
+    /// every visited block was measured, or none).
+    pub fn scaled_to(&self, seen: u64) -> WithinBlock {
+        if self.blocks > 0 && self.blocks < seen {
+            let f = seen as f64 / self.blocks as f64;
+            WithinBlock {
+                sum: self.sum * f,
+                sum_sq: self.sum_sq * f,
+                pairs: (self.pairs as f64 * f).round() as u64,
+                blocks: seen,
+            }
+        } else {
+            *self
+        }
+    }
+}
+
+/// The blocks a pass has visited, for [`stratified_moments`]: the within-block stratum measured
+/// on them, and how many of the plan's blocks were visited.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlocksSeen {
-    pub within: (f64, f64, u64),
+    pub within: WithinBlock,
     pub seen: u64,
     pub total: u64,
 }
@@ -191,7 +251,8 @@ pub struct BlocksSeen {
 /// weighted by their share of the whole matrix's pairs, so the estimate is not pulled towards
 /// related neighbours. Any random subset of blocks works (one worker's share, or a merge of shares).
 pub fn stratified_moments(all: &Moments, counts: RowCounts, blocks: BlocksSeen, rows: u64) -> Moments {
-    let (w1, w2, wp) = blocks.within;
+    let within = blocks.within.scaled_to(blocks.seen);
+    let (w1, w2, wp) = (within.sum, within.sum_sq, within.pairs);
     let n = counts.kept as f64;
     let pairs = n * (n - 1.0) / 2.0;
     let (b1, b2, bp) = (all.mu * pairs - w1, all.mean_sq * pairs - w2, pairs - wp as f64);

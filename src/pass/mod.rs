@@ -5,6 +5,8 @@
 //! - [`stats`]: mergeable moments, the histogram sample, row counts.
 //! - [`accumulate`]: the exact pass's accumulator (Gram triangle or unit rows, whichever is smaller).
 //! - [`shares`]: how a pass is split between workers or threads and merged back.
+//! - [`wire`]: the messages a worker sends of its share (types of their own: the accumulators
+//!   derive no serde), checked as they are read.
 //! - [`bands`]: the running estimate of a pass split by columns, from every band's checkpoints.
 //! - [`set_aside`]: rows set aside as never trained: their sample pairs apart, and the exact
 //!   moments of the rest from the pass's own s and G.
@@ -23,3 +25,4 @@ pub mod plan;
 pub mod set_aside;
 pub mod shares;
 pub mod stats;
+pub mod wire;

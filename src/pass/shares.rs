@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::pass::accumulate::PairAccumulator;
+use crate::pass::estimate::WithinBlock;
 use crate::pass::kernel::BandValues;
 use crate::pass::stats::GramMoments;
 
@@ -186,24 +187,20 @@ pub fn choose_split(
     (of, columns)
 }
 
-/// What one share of the pass has accumulated; partials over disjoint blocks merge exactly.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// What one share of the pass has accumulated; partials over disjoint blocks merge exactly. A
+/// worker sends it as a `wire::PartialMessage` ([`PassPartial::to_bytes`], in `wire`).
+#[derive(Clone, Debug, PartialEq)]
 pub struct PassPartial {
     pub gram: PairAccumulator,
-    /// Σ cos, Σ cos², pair count over pairs inside the visited blocks (the running estimate's
-    /// within-block stratum).
-    pub within: (f64, f64, u64),
-    /// The visited blocks whose within-block pairs `within` holds (only some are measured: the
-    /// estimate scales them to all).
-    #[serde(default)]
-    pub within_blocks: u64,
+    /// The running estimate's within-block stratum, over the visited blocks measured (only some
+    /// are: the estimate scales them to all).
+    pub within: WithinBlock,
     /// Blocks of the plan visited.
     pub blocks_seen: u64,
     /// This partial over the plan's random phase alone, once its share has gone on into the sweep
     /// (`plan::Plan::sweep_tail`); None while the whole partial is in the random phase. Where a
     /// pass stops before every share is done, the merge of these is its estimate: the swept blocks
     /// are not a random sample.
-    #[serde(default)]
     pub random_phase: Option<Box<PassPartial>>,
 }
 
@@ -237,8 +234,7 @@ impl PassPartial {
     pub fn empty(dim: usize) -> Self {
         Self {
             gram: PairAccumulator::Gram(GramMoments::new(dim)),
-            within: (0.0, 0.0, 0),
-            within_blocks: 0,
+            within: WithinBlock::default(),
             blocks_seen: 0,
             random_phase: None,
         }
@@ -252,7 +248,6 @@ impl PassPartial {
             None => PassPartial {
                 gram: self.gram.clone(),
                 within: self.within,
-                within_blocks: self.within_blocks,
                 blocks_seen: self.blocks_seen,
                 random_phase: None,
             },
@@ -276,9 +271,8 @@ impl PassPartial {
             // A split by columns: every share saw every block, so its band is placed, not added.
             self.gram.place_band(&other.gram, apart).map_err(PassError::Band)?;
             // Only the lead measures the within-block pairs (`analysis`); the blocks are alike.
-            if other.within.2 > self.within.2 {
+            if other.within.pairs > self.within.pairs {
                 self.within = other.within;
-                self.within_blocks = other.within_blocks;
             }
             self.blocks_seen = self.blocks_seen.max(other.blocks_seen);
             return Ok(());
@@ -298,9 +292,7 @@ impl PassPartial {
                 return self.merge(&PassPartial { gram, ..other.clone() });
             }
             self.gram.merge_from(&other.gram, values).map_err(PassError::Values)?;
-            self.within =
-                (self.within.0 + other.within.0, self.within.1 + other.within.1, self.within.2 + other.within.2);
-            self.within_blocks += other.within_blocks;
+            self.within.merge(&other.within);
             self.blocks_seen += other.blocks_seen;
             return Ok(());
         }
@@ -312,92 +304,9 @@ impl PassPartial {
             self.random_phase = Some(Box::new(mine));
         }
         self.gram.merge(&other.gram);
-        self.within = (self.within.0 + other.within.0, self.within.1 + other.within.1, self.within.2 + other.within.2);
-        self.within_blocks += other.within_blocks;
+        self.within.merge(&other.within);
         self.blocks_seen += other.blocks_seen;
         Ok(())
-    }
-
-    /// Compact bytes for a worker message (postcard: f64 as 8 raw bytes, counts as varints).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        // Serialising plain numbers and vectors into a Vec cannot fail.
-        postcard::to_allocvec(self).unwrap_or_default()
-    }
-
-    /// Reads [`PassPartial::to_bytes`].
-    pub fn from_bytes(bytes: &[u8]) -> Result<PassPartial, PassError> {
-        postcard::from_bytes(bytes).map_err(|e| PassError::Unreadable(e.to_string()))
-    }
-
-    /// The partial as one worker message, in two parts: the `head` ([`Frame`]'s first fields)
-    /// and the values of its G (whole, or its band), which follow the head in the message. G is
-    /// most of a partial (67 MB at d = 4096; a band 537 MB at d = 16384 with two); sent apart, it
-    /// is not serialised value by value, neither worker copies it within its wasm memory, and the
-    /// lead adds it (split by rows) or copies it (a band) from the message straight into its G:
-    /// in a tab at d = 4096, the helper's post 0.25 → 0.06 s and the lead's merge 0.45 → 0.02 s.
-    pub fn into_frame(mut self) -> (Vec<u8>, Vec<f64>) {
-        let values = self.gram.take_values();
-        let meta = self.to_bytes();
-        let mut head = Vec::with_capacity(Frame::values_at(meta.len()));
-        head.extend_from_slice(&(meta.len() as u64).to_le_bytes());
-        head.extend_from_slice(&meta);
-        head.resize(Frame::values_at(meta.len()), 0);
-        (head, values)
-    }
-
-    /// Reads a whole frame held in memory (natively, and in tests): the partial and its band's
-    /// values, to merge with [`PassPartial::merge_from`].
-    pub fn from_frame(bytes: &[u8]) -> Result<(PassPartial, Vec<f64>), PassError> {
-        let frame = Frame::read(bytes.get(..8).unwrap_or(bytes), bytes.len() as u64)?;
-        let partial = PassPartial::from_bytes(bytes.get(frame.meta.clone()).unwrap_or(&[]))?;
-        let values = bytes
-            .get(frame.values_at..)
-            .unwrap_or(&[])
-            .chunks_exact(8)
-            .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-            .collect();
-        Ok((partial, values))
-    }
-}
-
-/// Where the parts of a partial's message lie ([`PassPartial::into_frame`]):
-/// the length `m` of the rest of the partial (u64, little-endian), that rest (postcard), zero
-/// bytes up to a multiple of 8, then G's values, whole or a band (f64, little-endian; none on the
-/// row route or for a G that stayed zero).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Frame {
-    /// Bytes of the partial without its G's values.
-    pub meta: std::ops::Range<usize>,
-    /// Byte offset of the values: a multiple of 8, so they can be read as f64 in place.
-    pub values_at: usize,
-    /// How many values.
-    pub values: usize,
-}
-
-impl Frame {
-    fn values_at(meta_len: usize) -> usize {
-        (8 + meta_len).next_multiple_of(8)
-    }
-
-    /// The parts of a message of `total` bytes whose first 8 bytes are `first`: an error if they
-    /// do not fit it (a truncated or foreign message).
-    pub fn read(first: &[u8], total: u64) -> Result<Frame, PassError> {
-        let unreadable = |why: String| PassError::Unreadable(why);
-        let length: [u8; 8] =
-            first.try_into().map_err(|_| unreadable(format!("{total} bytes, too short for a partial")))?;
-        let meta_len = u64::from_le_bytes(length);
-        let values_at = meta_len.checked_add(15).map(|n| n / 8 * 8).filter(|&at| at <= total);
-        let (Some(values_at), Ok(meta_len)) = (values_at, usize::try_from(meta_len)) else {
-            return Err(unreadable(format!("a partial of {meta_len} bytes in a message of {total}")));
-        };
-        let rest = total - values_at;
-        if !rest.is_multiple_of(8) {
-            return Err(unreadable(format!("{rest} bytes of band values are not whole f64 values")));
-        }
-        let (Ok(values_at), Ok(values)) = (usize::try_from(values_at), usize::try_from(rest / 8)) else {
-            return Err(unreadable(format!("a message of {total} bytes")));
-        };
-        Ok(Frame { meta: 8..8 + meta_len, values_at, values })
     }
 }
 
@@ -486,27 +395,5 @@ mod tests {
         assert_eq!(shares_for(0, 1000), 1);
         assert_eq!(shares_for(99, 1000), MAX_WORKERS);
         assert_eq!(shares_for(4, 16_000_000), 4);
-    }
-
-    #[test]
-    fn a_partial_survives_its_bytes_and_refuses_garbage() {
-        let mut p = PassPartial::empty(5);
-        let rows = vec![0.6f64, 0.8, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
-        p.gram.add_unit_rows(&rows);
-        p.gram.record(crate::read::matrix::RowFate::Kept);
-        p.gram.record(crate::read::matrix::RowFate::Kept);
-        p.within = (0.1, 0.2, 3);
-        p.blocks_seen = 4;
-        let back = PassPartial::from_bytes(&p.to_bytes()).unwrap();
-        assert_eq!(back.to_bytes(), p.to_bytes());
-        assert_eq!(back.gram.moments(), p.gram.moments());
-        // The sums, not the scratch buffers (those are not sent).
-        let (PairAccumulator::Gram(a), PairAccumulator::Gram(b)) = (&back.gram, &p.gram) else {
-            panic!("five columns and two rows take the Gram route");
-        };
-        assert_eq!((a.gram(), a.sum(), a.counts), (b.gram(), b.sum(), b.counts));
-        assert!(matches!(PassPartial::from_bytes(&[1, 2, 3]), Err(PassError::Unreadable(_))));
-        let mut other = PassPartial::empty(6);
-        assert_eq!(other.merge(&p), Err(PassError::DimMismatch { expected: 6, got: 5 }));
     }
 }

@@ -49,11 +49,10 @@ impl RowSquares {
 /// until then every value is zero and readers treat it so. A worker that will keep only a band
 /// therefore never holds the whole triangle first (wasm memory, once grown, never shrinks: at
 /// d = 16384 the whole is 1.07 GB), and a G no row enters (a file of zero rows) costs nothing.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PackedGram {
     dim_padded: usize,
     /// The first panel stored (0 unless a band); `offsets` has one entry per stored panel, plus one.
-    #[serde(default)]
     first: usize,
     offsets: Vec<usize>,
     /// The stored panels' values, `offsets.last()` of them, or none while all are zero.
@@ -483,6 +482,16 @@ impl PackedGram {
         let mut restored = vec![0.0f64; values.len()];
         values.copy_to(0, &mut restored);
         self.values = restored;
+        true
+    }
+
+    /// Takes `values` as the stored values (a G read from a worker's message): all of them, or
+    /// none (all zero). False, and nothing changed, for any other count.
+    pub fn set_values(&mut self, values: Vec<f64>) -> bool {
+        if !values.is_empty() && values.len() != self.stored_len() {
+            return false;
+        }
+        self.values = values;
         true
     }
 

@@ -1,10 +1,10 @@
 //! The exact all-pairs accumulator: mean and spread from s = Σuᵢ and G = Σuᵢuᵢᵀ without a V×V matrix.
 
-use serde::{Deserialize, Serialize};
-
 use super::*;
 use crate::pass::kernel::{self, bench, PackedGram, Precision};
 use crate::read::matrix::lane_sum;
+
+mod wire;
 
 /// Running s = Σuᵢ, G = Σuᵢuᵢᵀ and the diagonal terms over the unit rows seen so far.
 ///
@@ -15,8 +15,8 @@ use crate::read::matrix::lane_sum;
 /// shared direction made the uncentred f32 error reach 1.7e-6·σ at μ = 0.8, d = 67). G is recovered
 /// exactly in f64: Σ(c + w̃ᵢ)(c + w̃ᵢ)ᵀ = W + c·s_wᵀ + s_w·cᵀ + n·ccᵀ with s_w = Σw̃ᵢ, and Σ‖uᵢ‖⁴ is
 /// taken of c + w̃ᵢ so that it removes that G's own diagonal.
-/// Serialisable: workers post their partials to the lead (`pass`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Workers post their partials to the lead as `pass::wire::GramMessage` (`wire` below).
+#[derive(Clone, Debug, PartialEq)]
 pub struct GramMoments {
     pub counts: RowCounts,
     dim: usize,
@@ -27,7 +27,6 @@ pub struct GramMoments {
     sum_norm4: f64,
     gram: PackedGram,
     /// Scratch: the f64 chunk packed for the f64 kernel, or the f32 pass's last row as rounded.
-    #[serde(skip)]
     wide: Vec<f64>,
     /// The f32 pass's centre c (empty: none), Σw̃ᵢ of the rounded centred rows and their count; `gram`
     /// then holds W = Σw̃ᵢw̃ᵢᵀ, not G.
@@ -35,7 +34,6 @@ pub struct GramMoments {
     sum_centred: Vec<f64>,
     rows_centred: u64,
     /// f32 rows taken but not yet through the kernel, and the sums above as they were before them.
-    #[serde(default)]
     pending: Box<Pending>,
     /// Work and time of the Gram kernel calls (time only where [`bench::now_ms`] has a clock).
     pub kernel_flops: f64,
@@ -46,9 +44,9 @@ pub struct GramMoments {
 /// batches ([`kernel::batch_rows`]) so that each block of G stays in cache while the batch passes
 /// ([`kernel::gram_update_f32_batch`]), instead of G streaming through memory every 64 rows. The
 /// sums outside are updated row by row as before; `before` keeps their values at the batch's first
-/// row, which is what G matches until the flush. Serialised with the rest: a partial is never short
-/// of rows.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// row, which is what G matches until the flush. Sent with the rest: a partial is never short of
+/// rows.
+#[derive(Clone, Debug, Default, PartialEq)]
 struct Pending {
     rows: usize,
     /// Row slots of `packed` in use: the rows, and the zero rows that pad each
@@ -57,7 +55,6 @@ struct Pending {
     /// chunk), whatever came before them: a pass split over workers sums each block's tiles as one
     /// worker does, so the partials merge to the one-worker result up to f64 rounding. Zero rows add
     /// nothing (0·x = 0 and s + 0 = s exactly).
-    #[serde(default)]
     slots: usize,
     /// The centred rows rounded to f32, in [`kernel::pack_row_f32_into`]'s layout.
     packed: Vec<f32>,
@@ -65,7 +62,7 @@ struct Pending {
 }
 
 /// The sums that go with the rows in G (`GramMoments`' fields of the same names).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 struct InG {
     sum: Vec<f64>,
     sum_norm2: f64,
@@ -562,21 +559,6 @@ impl GramMoments {
     pub fn bytes(&self) -> usize {
         self.gram.bytes() + self.sum.len() * 8
     }
-}
-
-/// Σ cos and Σ cos² over the pairs i < j of one block, from its `k × k` matrix of dot products:
-/// the within-block stratum of a running estimate (`analysis`).
-pub fn within_block_sums(dots: &[f32], k: usize) -> (f64, f64, u64) {
-    let mut sums = (0.0f64, 0.0f64, 0u64);
-    for i in 0..k {
-        for &c in dots.get(i * k + i + 1..(i + 1) * k).unwrap_or(&[]) {
-            let c = c as f64;
-            sums.0 += c;
-            sums.1 += c * c;
-            sums.2 += 1;
-        }
-    }
-    sums
 }
 
 /// `sum += row`, value by value.

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 /// A histogram over `[lo, hi]` with equal bins; values outside land in the end bins' outside counts.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// An accumulator: the Report carries a [`SampledHistogram`] made from it.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Histogram {
     pub lo: f64,
     pub hi: f64,

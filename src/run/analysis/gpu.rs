@@ -68,7 +68,7 @@ impl Analysis {
             let gram = GpuGram::new(ctx, self.dim, centre.as_deref(), options)?;
             // The CPU accumulator's d²/2 values are not needed until the sums come back.
             self.gram = PairAccumulator::Gram(GramMoments::with_precision(0, Precision::F32));
-            self.within_blocks = 0;
+            self.within.blocks = 0;
             self.gpu_pass = Some(GpuRun {
                 gram,
                 info,
@@ -85,7 +85,7 @@ impl Analysis {
     /// the GPU. The running estimate's within-block stratum is measured on the CPU for every
     /// ⌈d/256⌉-th block of the plan's seeded random order only: k²·d/2 multiply-adds for a block
     /// of k rows against the GPU's k·d²/2, so the CPU keeps up, and the blocks measured are an
-    /// unbiased sample of those visited (`scaled_within`). It never touches the exact sums.
+    /// unbiased sample of those visited (`WithinBlock::scaled_to`). It never touches the exact sums.
     #[cfg(feature = "gpu")]
     pub(super) fn step_pass_gpu(&mut self) -> Result<(), Error> {
         let target = self.pass_target();
@@ -144,9 +144,7 @@ impl Analysis {
                 self.units.extend(self.wide[..kept * d].iter().map(|&x| x as f32));
                 self.dots.resize(kept * kept, 0.0);
                 kernel::dots(&self.units, &self.units, d, &mut self.dots);
-                let (w1, w2, wp) = within_block_sums(&self.dots, kept);
-                self.within = (self.within.0 + w1, self.within.1 + w2, self.within.2 + wp);
-                self.within_blocks += 1;
+                self.within.add_block(&self.dots, kept);
             }
         }
         self.next_block = end;
@@ -183,7 +181,6 @@ impl Analysis {
                         counts: run.counts,
                         blocks_seen: self.blocks_seen,
                         within: self.within,
-                        within_blocks: self.within_blocks,
                     });
                 }
             }

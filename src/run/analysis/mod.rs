@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::explain::geometry::{self, geometry_expected, Geometry, GeometryError, GeometryTiming};
 use crate::pass::accumulate::{PairAccumulator, Route};
 use crate::pass::bands::{is_checkpoint, BandTally, LeadAt};
-use crate::pass::estimate;
+use crate::pass::estimate::{self, WithinBlock};
 #[cfg(feature = "gpu")]
 use crate::pass::gpu::{
     gram::{block_rows_for, GpuGram, GramOptions, RawType},
@@ -39,7 +39,7 @@ use crate::pass::plan::{
     SWEEP_MAX_DIM,
 };
 use crate::pass::shares::{column_band, PassError, PassPartial, Share};
-use crate::pass::stats::{mean_row, within_block_sums, GramMoments, Moments, PairSample, RowCounts};
+use crate::pass::stats::{mean_row, GramMoments, Moments, PairSample, RowCounts};
 use crate::read::format::decode::{all_zero, decode_rows};
 use crate::read::format::{DType, Layout, TensorInfo};
 use crate::read::inflate::checkpoint_spacing;
@@ -194,9 +194,9 @@ pub struct Analysis {
     precision_reason: String,
     /// What the histogram's sample decided for the pass, once it has (`choose_precision`).
     verdict: Option<SampleVerdict>,
-    /// Σ cos, Σ cos², pair count over pairs within the visited blocks (the running estimate's
-    /// within-block stratum).
-    within: (f64, f64, u64),
+    /// The running estimate's within-block stratum, over the visited blocks measured: every
+    /// [`within_every`]-th of the plan's order, on the CPU as on the GPU.
+    within: WithinBlock,
     /// Position in the plan's order of the next block this worker visits (steps by `share.of`).
     next_block: usize,
     /// The blocks this worker visits (`pass`): all of them unless the pass is split over workers.
@@ -219,9 +219,6 @@ pub struct Analysis {
     gpu_declined: Option<String>,
     /// The adapter that ran the pass, once its sums are in `gram`.
     gpu_ran: Option<GpuInfo>,
-    /// Visited blocks whose within-block pairs are in `within`: every [`within_every`]-th of the
-    /// plan's order, on the CPU as on the GPU.
-    within_blocks: u64,
     /// A pass stopped at its last running estimate (a GPU pass's, [`Analysis::stop_gpu_at_estimate`],
     /// or a split by columns', [`Analysis::stop_at_checkpoint`]): the result is that estimate.
     stopped_at: Option<Snapshot>,
@@ -270,8 +267,7 @@ struct Snapshot {
     moments: Moments,
     counts: RowCounts,
     blocks_seen: u64,
-    within: (f64, f64, u64),
-    within_blocks: u64,
+    within: WithinBlock,
 }
 
 /// The dot products of one block of the histogram sample's pairs ([`Analysis::sample_pair_blocks`]):
@@ -348,7 +344,7 @@ impl Analysis {
                 Precision::F64 => "asked for (precision=f64)".to_string(),
                 Precision::F32 => String::new(),
             },
-            within: (0.0, 0.0, 0),
+            within: WithinBlock::default(),
             next_block: 0,
             share: Share::WHOLE,
             blocks_seen: 0,
@@ -362,7 +358,6 @@ impl Analysis {
             gpu_pass: None,
             gpu_declined: None,
             gpu_ran: None,
-            within_blocks: 0,
             stopped_at: None,
             pass_steps: 0,
             band_part_at: None,

@@ -45,17 +45,6 @@ pub(super) fn decoded_fate(row: &[f32]) -> RowFate {
     }
 }
 
-/// Within-block sums measured on `measured` of `seen` visited blocks, scaled to all `seen`: the
-/// measured blocks are every k-th of the plan's seeded random order, an unbiased sample of them.
-pub(super) fn scaled_within(within: (f64, f64, u64), seen: u64, measured: u64) -> (f64, f64, u64) {
-    if measured > 0 && measured < seen {
-        let f = seen as f64 / measured as f64;
-        (within.0 * f, within.1 * f, (within.2 as f64 * f).round() as u64)
-    } else {
-        within
-    }
-}
-
 /// The running estimate's within-block stratum is measured on every this-many-th position of the
 /// plan's order (⌈d/256⌉), on the CPU as for the GPU pass: a block of k rows costs k²·d
 /// multiply-adds of dot products against the pass's k·d²/2, 128/d of it at k = 64, and in a tab
@@ -145,7 +134,6 @@ impl Analysis {
                 self.random_phase = Some(Box::new(PassPartial {
                     gram: self.gram.clone(),
                     within: self.within,
-                    within_blocks: self.within_blocks,
                     blocks_seen: self.blocks_seen,
                     random_phase: None,
                 }));
@@ -156,7 +144,6 @@ impl Analysis {
                     counts,
                     blocks_seen: self.blocks_seen,
                     within: self.within,
-                    within_blocks: self.within_blocks,
                 });
                 self.random_phase_estimate = Some((counts, snapshot));
             }
@@ -205,15 +192,13 @@ impl Analysis {
             }
             if estimating && bi % every == 0 {
                 // f32 dot products through the SIMD kernel: this stratum only steers an estimate.
-                self.within_blocks += 1;
                 let block = &self.wide[block_start * d..kept * d];
                 self.units.clear();
                 self.units.extend(block.iter().map(|&x| x as f32));
                 let k = kept - block_start;
                 self.dots.resize(k * k, 0.0);
                 kernel::dots(&self.units, &self.units, d, &mut self.dots);
-                let (w1, w2, wp) = within_block_sums(&self.dots, k);
-                self.within = (self.within.0 + w1, self.within.1 + w2, self.within.2 + wp);
+                self.within.add_block(&self.dots, k);
             }
         }
         if kept > 0 {

@@ -1,7 +1,6 @@
 //! The running estimate and the progress a step reports: the moments so far, with the
 //! within-block stratum, and the estimate's uncertainty.
 
-use super::pass::scaled_within;
 use super::*;
 
 impl Analysis {
@@ -27,8 +26,7 @@ impl Analysis {
             if s.blocks_seen >= total {
                 return Some((s.moments, s.blocks_seen, s.counts));
             }
-            let within = scaled_within(s.within, s.blocks_seen, s.within_blocks);
-            let seen = estimate::BlocksSeen { within, seen: s.blocks_seen, total };
+            let seen = estimate::BlocksSeen { within: s.within, seen: s.blocks_seen, total };
             return Some((
                 estimate::stratified_moments(&s.moments, s.counts, seen, self.rows),
                 s.blocks_seen,
@@ -40,12 +38,11 @@ impl Analysis {
             return Some((self.gram.moments_so_far()?, self.blocks_seen, self.gram.counts()));
         }
         // Into the sweep, the estimate is the random phase's: swept blocks are no random sample.
-        let (gram, within, blocks_seen, measured) = match self.random_phase.as_deref() {
-            Some(r) => (&r.gram, r.within, r.blocks_seen, r.within_blocks),
-            None => (&self.gram, self.within, self.blocks_seen, self.within_blocks),
+        let (gram, within, blocks_seen) = match self.random_phase.as_deref() {
+            Some(r) => (&r.gram, r.within, r.blocks_seen),
+            None => (&self.gram, self.within, self.blocks_seen),
         };
         let (all, counts) = (gram.moments_so_far()?, gram.counts());
-        let within = scaled_within(within, blocks_seen, measured);
         let seen = estimate::BlocksSeen { within, seen: blocks_seen, total };
         Some((estimate::stratified_moments(&all, counts, seen, self.rows), blocks_seen, counts))
     }

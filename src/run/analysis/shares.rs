@@ -52,7 +52,6 @@ impl Analysis {
             counts: g.counts,
             blocks_seen: self.blocks_seen,
             within: self.within,
-            within_blocks: self.within_blocks,
         };
         if let Some(t) = self.bands.as_mut() {
             t.record_lead(step, lead, part);
@@ -77,7 +76,6 @@ impl Analysis {
             counts: r.counts,
             blocks_seen: r.blocks_seen,
             within: r.within,
-            within_blocks: r.within_blocks,
         }))
     }
 
@@ -114,7 +112,6 @@ impl Analysis {
         PassPartial {
             gram: self.gram,
             within: self.within,
-            within_blocks: self.within_blocks,
             blocks_seen: self.blocks_seen,
             random_phase: self.random_phase,
         }
@@ -132,14 +129,12 @@ impl Analysis {
         let mut mine = PassPartial {
             gram: std::mem::replace(&mut self.gram, PairAccumulator::Gram(GramMoments::new(0))),
             within: self.within,
-            within_blocks: self.within_blocks,
             blocks_seen: self.blocks_seen,
             random_phase: self.random_phase.take(),
         };
         let merged = mine.merge_from(partial, apart);
         self.gram = mine.gram;
         self.within = mine.within;
-        self.within_blocks = mine.within_blocks;
         self.blocks_seen = mine.blocks_seen;
         self.random_phase = mine.random_phase;
         merged?;

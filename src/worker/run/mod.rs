@@ -21,7 +21,8 @@ use super::protocol::{Envelope, Request, Response};
 use crate::explain::neighbours::nearest;
 use crate::pass::gpu::{GpuChoice, GpuContext};
 use crate::pass::kernel::{self, BandValues};
-use crate::pass::shares::{Frame, PassError, PassPartial};
+use crate::pass::shares::{PassError, PassPartial};
+use crate::pass::wire::Frame;
 use crate::read::matrix::Matrix;
 use crate::run::analysis::SampleVerdict;
 
