@@ -6,6 +6,8 @@
 //! - [`accumulate`]: the exact pass's accumulator (Gram triangle or unit rows, whichever is smaller).
 //! - [`shares`]: how a pass is split between workers or threads and merged back.
 //! - [`bands`]: the running estimate of a pass split by columns, from every band's checkpoints.
+//! - [`stage`]: the stages of one analysis's pass (sample, its pairs, the pass on a driver, done or
+//!   stopped), each owning its data, and the snapshot of a running estimate.
 //! - [`set_aside`]: rows set aside as never trained: their sample pairs apart, and the exact
 //!   moments of the rest from the pass's own s and G.
 //! - [`estimate`]: ε, its uncertainty, the four capacity bounds and the class (docs/method.md §2–3).
@@ -22,4 +24,5 @@ pub mod kernel;
 pub mod plan;
 pub mod set_aside;
 pub mod shares;
+pub mod stage;
 pub mod stats;
