@@ -8,8 +8,8 @@
 //! running estimate, and the result of *Stop here*, is the one at the latest checkpoint that every
 //! band has reached: an estimate over a prefix of the seeded block order, as in a whole pass.
 
-use crate::pass::estimate::WithinBlock;
-use crate::pass::stats::{GramScalars, Moments, RowCounts};
+use crate::pass::stage::Snapshot;
+use crate::pass::stats::GramScalars;
 
 /// Steps between checkpoints once the pass is under way (a step is up to 64 rows): a band's part
 /// of ‖G‖²_F streams its panels once, as one fold of the kernel does, so one in 8 steps costs
@@ -28,22 +28,13 @@ pub fn is_checkpoint(step: u64) -> bool {
 
 /// What the lead knows at a checkpoint besides ‖G‖²_F: its sums over the rows in G, its row
 /// counts, the blocks visited and the within-block pairs it measured.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LeadAt {
-    pub scalars: GramScalars,
-    pub counts: RowCounts,
-    pub blocks_seen: u64,
-    pub within: WithinBlock,
-}
+pub type LeadAt = Snapshot<GramScalars>;
 
 /// The estimate at a checkpoint every band has reached.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Reached {
     pub step: u64,
-    pub moments: Moments,
-    pub counts: RowCounts,
-    pub blocks_seen: u64,
-    pub within: WithinBlock,
+    pub at: Snapshot,
 }
 
 /// One checkpoint not yet reached by every band.
@@ -149,14 +140,8 @@ impl BandTally {
         let Some(lead) = w.lead else { return };
         // In band order, so that the same parts always give the same bits.
         let frobenius: f64 = w.parts.iter().flatten().sum();
-        if let Some(moments) = lead.scalars.moments(frobenius) {
-            self.latest = Some(Reached {
-                step: w.step,
-                moments,
-                counts: lead.counts,
-                blocks_seen: lead.blocks_seen,
-                within: lead.within,
-            });
+        if let Some(moments) = lead.sums.moments(frobenius) {
+            self.latest = Some(Reached { step: w.step, at: lead.with(moments) });
         }
     }
 }
@@ -164,10 +149,12 @@ impl BandTally {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pass::estimate::WithinBlock;
+    use crate::pass::stats::RowCounts;
 
     fn lead(rows: u64) -> LeadAt {
         LeadAt {
-            scalars: GramScalars { rows, sum_sq: rows as f64 * 1.5, sum_norm2: rows as f64, sum_norm4: rows as f64 },
+            sums: GramScalars { rows, sum_sq: rows as f64 * 1.5, sum_norm2: rows as f64, sum_norm4: rows as f64 },
             counts: RowCounts { seen: rows, kept: rows, ..RowCounts::default() },
             blocks_seen: rows / 4,
             within: WithinBlock::default(),
@@ -191,13 +178,13 @@ mod tests {
         t.record_band(2, 2, 30.0).unwrap();
         let first = t.latest().unwrap();
         assert_eq!(first.step, 1);
-        assert_eq!(first.moments, lead(64).scalars.moments(100.0).unwrap());
+        assert_eq!(first.at.sums, lead(64).sums.moments(100.0).unwrap());
         t.record_band(1, 2, 40.0).unwrap();
         assert_eq!(t.latest().unwrap().step, 1, "the lead has not reached step 2");
         t.record_lead(2, lead(128), 130.0);
         let second = t.latest().unwrap();
-        assert_eq!((second.step, second.counts.kept), (2, 128));
-        assert_eq!(second.moments, lead(128).scalars.moments(200.0).unwrap());
+        assert_eq!((second.step, second.at.counts.kept), (2, 128));
+        assert_eq!(second.at.sums, lead(128).sums.moments(200.0).unwrap());
         // A late part of an older checkpoint changes nothing.
         t.record_band(1, 1, 5.0).unwrap();
         assert_eq!(t.latest(), Some(second));

@@ -8,6 +8,8 @@
 //! - [`wire`]: the messages a worker sends of its share (types of their own: the accumulators
 //!   derive no serde), checked as they are read.
 //! - [`bands`]: the running estimate of a pass split by columns, from every band's checkpoints.
+//! - [`stage`]: the stages of one analysis's pass (sample, its pairs, the pass on a driver, done or
+//!   stopped), each owning its data, and the snapshot of a running estimate.
 //! - [`set_aside`]: rows set aside as never trained: their sample pairs apart, and the exact
 //!   moments of the rest from the pass's own s and G.
 //! - [`estimate`]: ε, its uncertainty, the four capacity bounds and the class (docs/method.md §2–3).
@@ -24,5 +26,6 @@ pub mod kernel;
 pub mod plan;
 pub mod set_aside;
 pub mod shares;
+pub mod stage;
 pub mod stats;
 pub mod wire;

@@ -2,8 +2,19 @@
 //! synchronously (reads and submissions), settled, refreshed and finished by the caller's awaits.
 
 #[cfg(feature = "gpu")]
-use super::pass::{decoded_fate, raw_fate, within_every};
+use super::pass::{decoded_fate, measure_within_block, raw_fate, within_every};
 use super::*;
+
+/// Whether `driver` runs the pass on the GPU.
+pub(super) fn is_gpu(driver: &Driver) -> bool {
+    #[cfg(feature = "gpu")]
+    return matches!(driver, Driver::Gpu(_));
+    #[cfg(not(feature = "gpu"))]
+    {
+        let _ = driver;
+        false
+    }
+}
 
 impl Analysis {
     /// Offers a GPU for the Gram pass; call before the first step. It runs there when the sample
@@ -26,16 +37,30 @@ impl Analysis {
 
     /// Whether the Gram pass is running on the GPU (its sums not yet read back).
     pub fn on_gpu(&self) -> bool {
-        #[cfg(feature = "gpu")]
-        return self.gpu_pass.is_some();
-        #[cfg(not(feature = "gpu"))]
-        false
+        self.driver().is_some_and(is_gpu)
+    }
+
+    /// The GPU pass, while it runs.
+    #[cfg(feature = "gpu")]
+    pub(super) fn gpu_run(&self) -> Option<&GpuRun> {
+        match self.driver() {
+            Some(Driver::Gpu(run)) => Some(run),
+            _ => None,
+        }
+    }
+
+    #[cfg(feature = "gpu")]
+    fn gpu_run_mut(&mut self) -> Option<&mut GpuRun> {
+        match self.driver_mut() {
+            Some(Driver::Gpu(run)) => Some(run),
+            _ => None,
+        }
     }
 
     /// After `choose_precision`: starts the GPU pass where it gives the CPU pass's answer (f32
     /// with the Gram route, the whole pass), or records why not. The GPU's centre is the CPU f32
     /// pass's: the sample's mean unit row.
-    pub(super) fn start_gpu(&mut self) -> Result<(), Error> {
+    pub(super) fn start_gpu(&mut self, sample_units: &[f32]) -> Result<(), Error> {
         #[cfg(feature = "gpu")]
         {
             let Some(ctx) = self.gpu.clone() else { return Ok(()) };
@@ -62,21 +87,23 @@ impl Analysis {
                 self.gpu_declined = Some(why);
                 return Ok(());
             }
-            let centre = mean_row(&self.sample_units, self.dim_padded);
+            let centre = mean_row(sample_units, self.dim_padded);
             let options = GramOptions { block_rows: block_rows_for(self.dim), ..GramOptions::default() };
             let info = ctx.info().clone();
             let gram = GpuGram::new(ctx, self.dim, centre.as_deref(), options)?;
             // The CPU accumulator's d²/2 values are not needed until the sums come back.
             self.gram = PairAccumulator::Gram(GramMoments::with_precision(0, Precision::F32));
             self.within.blocks = 0;
-            self.gpu_pass = Some(GpuRun {
+            self.stage = Stage::Pass(Driver::Gpu(Box::new(GpuRun {
                 gram,
                 info,
                 counts: RowCounts::default(),
                 started_ms: crate::pass::kernel::bench::now_ms(),
                 snapshot: None,
-            });
+            })));
         }
+        #[cfg(not(feature = "gpu"))]
+        let _ = sample_units;
         Ok(())
     }
 
@@ -90,9 +117,9 @@ impl Analysis {
     pub(super) fn step_pass_gpu(&mut self) -> Result<(), Error> {
         let target = self.pass_target();
         let end = self.step_end();
-        let Some(run) = self.gpu_pass.as_mut() else { return Ok(()) };
+        let Stage::Pass(Driver::Gpu(run)) = &mut self.stage else { return Ok(()) };
         if self.next_block >= target {
-            self.phase = Phase::Done;
+            self.pass_done();
             return Ok(());
         }
         let estimating = end < self.plan.blocks.len();
@@ -139,17 +166,12 @@ impl Analysis {
                         kept += 1;
                     }
                 }
-                // f32 dot products through the SIMD kernel: this stratum only steers an estimate.
-                self.units.clear();
-                self.units.extend(self.wide[..kept * d].iter().map(|&x| x as f32));
-                self.dots.resize(kept * kept, 0.0);
-                kernel::dots(&self.units, &self.units, d, &mut self.dots);
-                self.within.add_block(&self.dots, kept);
+                measure_within_block(&self.wide[..kept * d], d, &mut self.units, &mut self.dots, &mut self.within);
             }
         }
         self.next_block = end;
         if self.next_block >= target {
-            self.phase = Phase::Done;
+            self.pass_done();
         }
         Ok(())
     }
@@ -163,7 +185,7 @@ impl Analysis {
     /// caller awaits it after each step. Nothing to do on the CPU.
     pub async fn settle_gpu(&mut self) -> Result<(), Error> {
         #[cfg(feature = "gpu")]
-        if let Some(run) = self.gpu_pass.as_mut() {
+        if let Some(run) = self.gpu_run_mut() {
             run.gram.settle(GPU_IN_FLIGHT).await?;
         }
         Ok(())
@@ -173,15 +195,12 @@ impl Analysis {
     /// running ε; the caller awaits it when a progress message is due. Nothing to do on the CPU.
     pub async fn refresh_gpu_estimate(&mut self) -> Result<(), Error> {
         #[cfg(feature = "gpu")]
-        if let Some(run) = self.gpu_pass.as_mut() {
-            if run.counts.kept >= 2 {
-                if let Some(moments) = run.gram.running_moments().await? {
-                    run.snapshot = Some(Snapshot {
-                        moments,
-                        counts: run.counts,
-                        blocks_seen: self.blocks_seen,
-                        within: self.within,
-                    });
+        if let Some(run) = self.gpu_run_mut().filter(|run| run.counts.kept >= 2) {
+            let counts = run.counts;
+            if let Some(moments) = run.gram.running_moments().await? {
+                let snapshot = self.snapshot(moments, counts);
+                if let Some(run) = self.gpu_run_mut() {
+                    run.snapshot = Some(snapshot);
                 }
             }
         }
@@ -194,13 +213,11 @@ impl Analysis {
     /// changed) when no estimate was read back yet, and [`Analysis::finish_gpu`] must run instead.
     pub fn stop_gpu_at_estimate(&mut self) -> bool {
         #[cfg(feature = "gpu")]
-        if let Some(snapshot) = self.gpu_pass.as_ref().and_then(|run| run.snapshot) {
-            if let Some(run) = self.gpu_pass.take() {
-                self.gpu_ran = Some(run.info);
-                self.stopped_at = Some(snapshot);
-                self.blocks_seen = snapshot.blocks_seen;
-                return true;
-            }
+        if let Some((snapshot, info)) = self.gpu_run().and_then(|run| Some((run.snapshot?, run.info.clone()))) {
+            // The GPU's queued blocks and its G are dropped with its driver.
+            self.gpu_ran = Some(info);
+            self.stop_at(snapshot);
+            return true;
         }
         false
     }
@@ -211,7 +228,7 @@ impl Analysis {
     /// the CPU.
     pub async fn finish_gpu(&mut self) -> Result<(), Error> {
         #[cfg(feature = "gpu")]
-        if let Some(run) = self.gpu_pass.take() {
+        if let Some(run) = self.take_gpu_run().map(|run| *run) {
             let flops = run.gram.flops();
             let sums = run.gram.finish_async().await?;
             if sums.counts != run.counts {

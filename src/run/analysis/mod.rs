@@ -3,8 +3,10 @@
 //! already running never tiers up to optimised code in V8, ARCHITECTURE.md, "Facts the code relies on"), posting progress
 //! between calls; the CLI just loops.
 //!
-//! Phases: read the histogram's row sample → all pairs among it (histogram, uncertainty model) →
-//! the Gram pass over all rows in the plan's order → done (exact).
+//! Stages (`pass::stage`, each owning what only it needs): read the histogram's row sample → all
+//! pairs among it (histogram, uncertainty model) → the Gram pass over all rows in the plan's order,
+//! on one driver (the CPU, the GPU, or the lead of a split by columns) → done (exact), or stopped
+//! at a running estimate. [`Phase`] is what a caller sees of the stage.
 //!
 //! Given a GPU ([`Analysis::set_gpu`]), the Gram pass runs there when the sample says f32 suffices
 //! (`pass::gpu`): `step` stays synchronous and only reads and submits rows; the caller awaits
@@ -13,11 +15,13 @@
 //! [`Error::Gpu`], and the caller then reruns the whole analysis on the CPU.
 
 mod gpu;
+use gpu::is_gpu;
 mod pass;
 
 mod progress;
 mod sample;
 mod shares;
+mod stage;
 
 use std::rc::Rc;
 
@@ -25,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::explain::geometry::{self, geometry_expected, Geometry, GeometryError, GeometryTiming};
 use crate::pass::accumulate::{PairAccumulator, Route};
-use crate::pass::bands::{is_checkpoint, BandTally, LeadAt};
+use crate::pass::bands::{is_checkpoint, BandTally};
 use crate::pass::estimate::{self, WithinBlock};
 #[cfg(feature = "gpu")]
 use crate::pass::gpu::{
@@ -39,6 +43,9 @@ use crate::pass::plan::{
     SWEEP_MAX_DIM,
 };
 use crate::pass::shares::{column_band, PassError, PassPartial, Share};
+#[cfg(feature = "gpu")]
+use crate::pass::stage::GpuRun;
+use crate::pass::stage::{Driver, RandomPhase, SamplePairs, SampleRead, Snapshot, Stage};
 use crate::pass::stats::{mean_row, GramMoments, Moments, PairSample, RowCounts};
 use crate::read::format::decode::{all_zero, decode_rows};
 use crate::read::format::{DType, Layout, TensorInfo};
@@ -175,19 +182,14 @@ pub struct Analysis {
     dim_padded: usize,
     row_bytes: u64,
     plan: Plan,
-    phase: Phase,
-    /// Unit rows of the histogram sample (kept rows only), `dim_padded` each, and their blocks.
-    sample_units: Vec<f32>,
-    sample_block: Vec<u32>,
-    /// Row id of each kept sample row (names the tail explorer's pairs).
-    sample_row_ids: Vec<u64>,
-    /// Sample blocks read so far.
-    sample_read: usize,
-    sample_counts: RowCounts,
-    /// Sample blocks with a row kept: each costs the kernel a whole chunk ([`Analysis::read_bound`]).
-    sample_blocks_kept: u64,
+    /// Where the analysis stands, with what only that stage holds.
+    stage: Stage,
+    /// Sample blocks with a row kept, once the sample is read: each costs the kernel a whole chunk
+    /// ([`Analysis::read_bound`]).
+    sample_blocks_kept: Option<u64>,
+    /// The histogram's sample of pairs, from the end of the sample's reads (None when a share
+    /// was given its lead's verdict instead).
     pair_sample: Option<PairSample>,
-    pair_block: usize,
     /// s and G, or the unit rows themselves when there are few (`accumulate`).
     gram: PairAccumulator,
     /// Why the pass runs in f64 when f32 was asked for (empty otherwise).
@@ -212,30 +214,17 @@ pub struct Analysis {
     /// The GPU offered for the Gram pass ([`Analysis::set_gpu`]).
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     gpu: Option<Rc<GpuContext>>,
-    /// The Gram pass running on it, until its sums are read back ([`Analysis::finish_gpu`]).
-    #[cfg(feature = "gpu")]
-    gpu_pass: Option<GpuRun>,
     /// Why the GPU offered did not run the pass (the Report's `gpu_fallback`).
     gpu_declined: Option<String>,
     /// The adapter that ran the pass, once its sums are in `gram`.
     gpu_ran: Option<GpuInfo>,
-    /// A pass stopped at its last running estimate (a GPU pass's, [`Analysis::stop_gpu_at_estimate`],
-    /// or a split by columns', [`Analysis::stop_at_checkpoint`]): the result is that estimate.
-    stopped_at: Option<Snapshot>,
     /// Steps of the pass taken (a split by columns has its checkpoints at fixed steps).
     pass_steps: u64,
     /// A band's last part of ‖G‖²_F and the rows in G it covers: while no row enters G (zero or
     /// skipped rows) the part is unchanged, and a checkpoint need not stream the band again.
     band_part_at: Option<(u64, f64)>,
-    /// The lead of a pass split by columns: the bands' checkpoints (`pass::bands`).
-    bands: Option<BandTally>,
-    /// What a share by rows holds over the plan's random phase alone, once it has gone on into the
-    /// sweep (`Plan::sweep_tail`): the running estimate, and the result of a pass stopped early,
-    /// merged with the other shares' at the lead.
-    random_phase: Option<Box<PassPartial>>,
-    /// The same for a whole pass, which merges with nothing: only the random phase's row counts
-    /// and estimate (None with fewer than two rows kept), not a copy of G (268 MB at d = 8192).
-    random_phase_estimate: Option<(RowCounts, Option<Snapshot>)>,
+    /// What the pass keeps of the plan's random phase once it has gone on into the sweep.
+    random_phase: Option<RandomPhase>,
     /// Rows set aside as never trained ([`Analysis::set_aside`]): the sample keeps their pairs apart.
     set_aside: Option<Rc<SetAside>>,
 }
@@ -246,29 +235,6 @@ const GPU_STEP_ROWS: u64 = 1024;
 /// Blocks the GPU may have queued before [`Analysis::settle_gpu`] waits (memory of the uploads).
 #[cfg(feature = "gpu")]
 const GPU_IN_FLIGHT: usize = 4;
-
-/// The GPU Gram pass of an analysis.
-#[cfg(feature = "gpu")]
-struct GpuRun {
-    gram: GpuGram,
-    info: GpuInfo,
-    /// Fates of the rows submitted, as the CPU sees them (checked against the GPU's at the end).
-    counts: RowCounts,
-    started_ms: Option<f64>,
-    /// The last running moments read back ([`Analysis::refresh_gpu_estimate`]) and what the
-    /// analysis had seen at that point.
-    snapshot: Option<Snapshot>,
-}
-
-/// The running moments at some point of the pass, with what the analysis had seen there: a GPU
-/// pass's last read-back, or the last checkpoint every band of a split by columns reached.
-#[derive(Clone, Copy)]
-struct Snapshot {
-    moments: Moments,
-    counts: RowCounts,
-    blocks_seen: u64,
-    within: WithinBlock,
-}
 
 /// The dot products of one block of the histogram sample's pairs ([`Analysis::sample_pair_blocks`]):
 /// rows `rows` of the unit rows `units` (`d` each) against the rows from `rows.start` on, by
@@ -329,15 +295,9 @@ impl Analysis {
             dim_padded,
             row_bytes,
             plan,
-            phase: Phase::Sample,
-            sample_units: Vec::new(),
-            sample_block: Vec::new(),
-            sample_row_ids: Vec::new(),
-            sample_read: 0,
-            sample_counts: RowCounts::default(),
-            sample_blocks_kept: 0,
+            stage: Stage::Sample(SampleRead::default()),
+            sample_blocks_kept: None,
             pair_sample: None,
-            pair_block: 0,
             verdict: None,
             gram,
             precision_reason: match config.precision {
@@ -354,16 +314,11 @@ impl Analysis {
             dots: Vec::new(),
             wide: Vec::new(),
             gpu: None,
-            #[cfg(feature = "gpu")]
-            gpu_pass: None,
             gpu_declined: None,
             gpu_ran: None,
-            stopped_at: None,
             pass_steps: 0,
             band_part_at: None,
-            bands: None,
             random_phase: None,
-            random_phase_estimate: None,
             set_aside: None,
             tensor,
             config,
@@ -411,10 +366,6 @@ impl Analysis {
         block_bytes < checkpoint_spacing(inflated_len, self.row_bytes)
     }
 
-    pub fn phase(&self) -> Phase {
-        self.phase
-    }
-
     /// Whether the pass is bound by its reads rather than its arithmetic, so that reading its tail
     /// in file order pays: at d ≤ [`SWEEP_MAX_DIM`] always (a 64-row block's arithmetic costs
     /// about what its scattered read does), and at any width once the histogram's sample shows
@@ -445,32 +396,28 @@ impl Analysis {
     /// with a row kept, b rows a block.
     fn arithmetic(&self) -> Option<f64> {
         let blocks = self.plan.sample_blocks as f64;
-        if self.phase == Phase::Sample || blocks == 0.0 {
+        let kept = self.sample_blocks_kept?;
+        if blocks == 0.0 {
             return None;
         }
         let (d, narrow) = (self.dim as f64, SWEEP_MAX_DIM as f64);
-        let kept = self.sample_blocks_kept as f64 * MAX_CHUNK_ROWS as f64 * d * d;
+        let kept = kept as f64 * MAX_CHUNK_ROWS as f64 * d * d;
         Some(kept / (blocks * self.plan.block_rows as f64 * narrow * narrow))
     }
 
     /// Whether the histogram's sample has been read (its pairs may still be to compute): from
     /// then on [`Analysis::read_bound`] is known.
     pub fn sample_is_read(&self) -> bool {
-        self.phase != Phase::Sample
+        !matches!(self.stage, Stage::Sample(_))
     }
 
     /// Does one bounded piece of work (≤ 64 rows read, or one block of sample pairs).
     pub fn step(&mut self) -> Result<Phase, Error> {
-        match self.phase {
-            Phase::Sample => self.step_sample()?,
-            Phase::SamplePairs => {
-                self.step_sample_pairs();
-                if self.phase != Phase::SamplePairs {
-                    self.end_sample()?;
-                }
-            }
-            Phase::Pass if self.on_gpu() => self.step_pass_gpu()?,
-            Phase::Pass => {
+        match &self.stage {
+            Stage::Sample(_) => self.step_sample()?,
+            Stage::SamplePairs(_) => self.step_sample_pairs()?,
+            Stage::Pass(driver) if is_gpu(driver) => self.step_pass_gpu()?,
+            Stage::Pass(_) => {
                 self.step_pass()?;
                 // The first running ε as soon as the pass has two rows, not after a whole batch of
                 // the kernel (`GramMoments::flush`): only the first, short batch is cut.
@@ -478,13 +425,14 @@ impl Analysis {
                     self.gram.flush();
                 }
             }
-            Phase::Done => {}
+            // Stopped at an estimate: nothing more is stepped.
+            Stage::Done(_) | Stage::Stopped { .. } => {}
         }
-        if self.phase == Phase::Done {
+        if matches!(self.stage, Stage::Done(_)) {
             // The f32 kernel's last, partial batch (`GramMoments::flush`): the report reads G next.
             self.gram.flush();
         }
-        Ok(self.phase)
+        Ok(self.phase())
     }
 
     /// Runs to the end (CLI, tests).
@@ -529,11 +477,11 @@ impl Analysis {
         if !self.tensor.layout.is_contiguous() {
             return Vec::new();
         }
-        let sample = match self.phase {
-            Phase::Sample => self.plan.sample().get(self.sample_read..).unwrap_or(&[]),
+        let sample = match &self.stage {
+            Stage::Sample(s) => self.plan.sample().get(s.read..).unwrap_or(&[]),
             _ => &[],
         };
-        let pass = match self.phase {
+        let pass = match self.phase() {
             Phase::Done => 0..0,
             _ => self.next_block..self.pass_target().max(self.next_block),
         };
@@ -569,7 +517,10 @@ impl Analysis {
             return Err(GpuError::NotFinished.into());
         }
         // Stopped at an estimate, the rows that estimate covers (into the sweep, the random phase's).
-        let counts = self.stopped_at.map_or_else(|| self.estimate_counts(), |s| s.counts);
+        let counts = match &self.stage {
+            Stage::Stopped { at, .. } => at.counts,
+            _ => self.estimate_counts(),
+        };
         let too_few = || Error::TooFewRows {
             tensor: self.tensor.name.clone(),
             rows: counts.seen,
@@ -624,7 +575,7 @@ impl Analysis {
 
     /// [`Analysis::geometry`] on up to `threads` threads ([`geometry::of_pass_on`]; natively only).
     pub fn geometry_on(&self, timing: GeometryTiming, threads: usize) -> Result<Option<Geometry>, GeometryError> {
-        if !geometry_expected(self.is_exact(), self.dim as u64) || self.phase != Phase::Done {
+        if !geometry_expected(self.is_exact(), self.dim as u64) || self.phase() != Phase::Done {
             return Ok(None);
         }
         geometry::of_pass_on(&self.gram, self.dim, timing, threads).map(Some)

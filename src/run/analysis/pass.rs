@@ -45,6 +45,25 @@ pub(super) fn decoded_fate(row: &[f32]) -> RowFate {
     }
 }
 
+/// The within-block measurement of one visited block, given its unit rows (`d` each, f64), added to
+/// `within`: its pairs' cosines as f32 dot products through the SIMD kernel (this stratum only
+/// steers an estimate). `units` and `dots` are reused buffers. The same on the CPU as for the GPU
+/// pass.
+pub(super) fn measure_within_block(
+    unit_rows: &[f64],
+    d: usize,
+    units: &mut Vec<f32>,
+    dots: &mut Vec<f32>,
+    within: &mut WithinBlock,
+) {
+    let k = unit_rows.len() / d.max(1);
+    units.clear();
+    units.extend(unit_rows.iter().map(|&x| x as f32));
+    dots.resize(k * k, 0.0);
+    kernel::dots(units.as_slice(), units.as_slice(), d, dots);
+    within.add_block(dots, k);
+}
+
 /// The running estimate's within-block stratum is measured on every this-many-th position of the
 /// plan's order (⌈d/256⌉), on the CPU as for the GPU pass: a block of k rows costs k²·d
 /// multiply-adds of dot products against the pass's k·d²/2, 128/d of it at k = 64, and in a tab
@@ -69,7 +88,7 @@ impl Analysis {
     /// Rows counted so far: the CPU's record of the rows sent while the GPU pass runs.
     pub(super) fn counts(&self) -> RowCounts {
         #[cfg(feature = "gpu")]
-        if let Some(run) = &self.gpu_pass {
+        if let Some(run) = self.gpu_run() {
             return run.counts;
         }
         self.gram.counts()
@@ -110,8 +129,8 @@ impl Analysis {
     /// ahead, not only the first: a step across the end of a batch read the rest one by one,
     /// ~1–2 ms each in a browser (~900 reads, ~1.8 s, of a 2,000,000×256 pass).
     pub fn step_reads(&self) -> usize {
-        match self.phase {
-            Phase::Pass => {
+        match self.stage {
+            Stage::Pass(_) => {
                 (self.next_block..self.step_end().max(self.next_block)).step_by(self.share.stride()).count().max(1)
             }
             _ => 1,
@@ -122,31 +141,26 @@ impl Analysis {
         let target = self.pass_target();
         if self.next_block >= target {
             // A share with no blocks left (or none at all: more shares than blocks).
-            self.phase = Phase::Done;
+            self.pass_done();
             return Ok(());
         }
-        if self.plan.in_sweep(self.next_block) && self.random_phase.is_none() && self.random_phase_estimate.is_none() {
+        if self.plan.in_sweep(self.next_block) && self.random_phase.is_none() {
             // Into the sweep: what is held now is the random phase's, kept apart for the running
             // estimate and for a pass stopped early. A share by rows keeps all of it (small: only
             // narrow shares sweep), which the lead merges; a whole pass only its estimate.
             self.gram.flush();
-            if self.share.of > 1 {
-                self.random_phase = Some(Box::new(PassPartial {
+            self.random_phase = Some(if self.share.of > 1 {
+                RandomPhase::Share(Box::new(PassPartial {
                     gram: self.gram.clone(),
                     within: self.within,
                     blocks_seen: self.blocks_seen,
                     random_phase: None,
-                }));
+                }))
             } else {
                 let counts = self.gram.counts();
-                let snapshot = self.gram.moments_so_far().map(|moments| Snapshot {
-                    moments,
-                    counts,
-                    blocks_seen: self.blocks_seen,
-                    within: self.within,
-                });
-                self.random_phase_estimate = Some((counts, snapshot));
-            }
+                let estimate = self.gram.moments_so_far().map(|moments| self.snapshot(moments, counts));
+                RandomPhase::Whole { counts, estimate }
+            });
         }
         let sweeping = self.plan.in_sweep(self.next_block);
         let stride = self.share.stride();
@@ -191,14 +205,8 @@ impl Analysis {
                 }
             }
             if estimating && bi % every == 0 {
-                // f32 dot products through the SIMD kernel: this stratum only steers an estimate.
                 let block = &self.wide[block_start * d..kept * d];
-                self.units.clear();
-                self.units.extend(block.iter().map(|&x| x as f32));
-                let k = kept - block_start;
-                self.dots.resize(k * k, 0.0);
-                kernel::dots(&self.units, &self.units, d, &mut self.dots);
-                self.within.add_block(&self.dots, k);
+                measure_within_block(block, d, &mut self.units, &mut self.dots, &mut self.within);
             }
         }
         if kept > 0 {
@@ -208,7 +216,7 @@ impl Analysis {
         // The next position ≡ share.first() (mod stride) at or after `end`.
         self.next_block = end + (stride - (end - self.share.first()) % stride) % stride;
         if self.next_block >= target {
-            self.phase = Phase::Done;
+            self.pass_done();
         }
         Ok(())
     }

@@ -10,37 +10,32 @@ impl Analysis {
     /// with what the analysis had seen then. Also returns the blocks and the counts they cover.
     pub(super) fn running_moments(&self) -> Option<(Moments, u64, RowCounts)> {
         let total = self.plan.blocks.len() as u64;
-        let snapshot = match (self.band_snapshot(), self.stopped_at, &self.random_phase_estimate) {
-            (Some(at_checkpoint), _, _) => Some(at_checkpoint?),
-            (None, Some(stopped), _) => Some(stopped),
+        let snapshot = match (&self.stage, &self.random_phase) {
+            (Stage::Stopped { at, .. }, _) => Some(*at),
+            (Stage::Pass(Driver::ColumnLead(tally)) | Stage::Done(Driver::ColumnLead(tally)), _) => {
+                Some(tally.latest()?.at)
+            }
+            #[cfg(feature = "gpu")]
+            (Stage::Pass(Driver::Gpu(run)) | Stage::Done(Driver::Gpu(run)), _) => Some(run.snapshot?),
             // A whole pass into its sweep: the random phase's estimate, until the pass is exact.
-            (None, None, Some((_, random_phase))) if !self.is_exact() => Some((*random_phase)?),
+            (_, Some(RandomPhase::Whole { estimate, .. })) if !self.is_exact() => Some((*estimate)?),
             _ => None,
-        };
-        #[cfg(feature = "gpu")]
-        let snapshot = match &self.gpu_pass {
-            Some(run) => Some(run.snapshot?),
-            None => snapshot,
         };
         if let Some(s) = snapshot {
             if s.blocks_seen >= total {
-                return Some((s.moments, s.blocks_seen, s.counts));
+                return Some((s.sums, s.blocks_seen, s.counts));
             }
             let seen = estimate::BlocksSeen { within: s.within, seen: s.blocks_seen, total };
-            return Some((
-                estimate::stratified_moments(&s.moments, s.counts, seen, self.rows),
-                s.blocks_seen,
-                s.counts,
-            ));
+            return Some((estimate::stratified_moments(&s.sums, s.counts, seen, self.rows), s.blocks_seen, s.counts));
         }
         // Mid-pass, the rows already through the kernel; at Done (flushed), all of them.
         if self.is_exact() {
             return Some((self.gram.moments_so_far()?, self.blocks_seen, self.gram.counts()));
         }
         // Into the sweep, the estimate is the random phase's: swept blocks are no random sample.
-        let (gram, within, blocks_seen) = match self.random_phase.as_deref() {
-            Some(r) => (&r.gram, r.within, r.blocks_seen),
-            None => (&self.gram, self.within, self.blocks_seen),
+        let (gram, within, blocks_seen) = match &self.random_phase {
+            Some(RandomPhase::Share(r)) => (&r.gram, r.within, r.blocks_seen),
+            _ => (&self.gram, self.within, self.blocks_seen),
         };
         let (all, counts) = (gram.moments_so_far()?, gram.counts());
         let seen = estimate::BlocksSeen { within, seen: blocks_seen, total };
@@ -74,9 +69,9 @@ impl Analysis {
     /// The rows the running estimate covers: all those seen, except into the sweep, where it is
     /// the random phase's ([`Analysis::running_moments`]) until the pass is exact.
     pub(super) fn estimate_counts(&self) -> RowCounts {
-        match (self.random_phase.as_deref(), &self.random_phase_estimate) {
-            (Some(r), _) if !self.is_exact() => r.gram.counts(),
-            (_, Some((counts, _))) if !self.is_exact() => *counts,
+        match &self.random_phase {
+            Some(RandomPhase::Share(r)) if !self.is_exact() => r.gram.counts(),
+            Some(RandomPhase::Whole { counts, .. }) if !self.is_exact() => *counts,
             _ => self.counts(),
         }
     }
@@ -101,29 +96,31 @@ impl Analysis {
         let pass_rows = self.share.count_below(self.pass_target()) as f64 * self.plan.block_rows as f64;
         let sample_cost = n * n / self.dim as f64 + 1.0;
         let total = sample_cost + pass_rows;
-        let done = match self.phase {
-            Phase::Sample => sample_cost * 0.2 * self.sample_read as f64 / self.plan.sample_blocks.max(1) as f64,
-            Phase::SamplePairs => {
-                let rows = (self.sample_units.len() / self.dim_padded.max(1)) as f64;
+        let phase = self.phase();
+        let done = match &self.stage {
+            Stage::Sample(s) => sample_cost * 0.2 * s.read as f64 / self.plan.sample_blocks.max(1) as f64,
+            Stage::SamplePairs(p) => {
+                let rows = (p.units.len() / self.dim_padded.max(1)) as f64;
                 let blocks = (rows / MAX_CHUNK_ROWS as f64).ceil().max(1.0);
-                sample_cost * (0.2 + 0.8 * self.pair_block as f64 / blocks)
+                sample_cost * (0.2 + 0.8 * p.pair_block as f64 / blocks)
             }
-            Phase::Pass | Phase::Done => {
+            Stage::Pass(_) | Stage::Done(_) | Stage::Stopped { .. } => {
                 let own = self.share.count_below(self.next_block.min(self.pass_target()));
                 sample_cost + (own as f64 * self.plan.block_rows as f64).min(pass_rows)
             }
         };
         let running = if estimate && self.has_estimate() { self.running() } else { None };
         Progress {
-            phase: self.phase,
-            fraction: if self.phase == Phase::Done { 1.0 } else { (done / total).clamp(0.0, 1.0) },
+            phase,
+            fraction: if phase == Phase::Done { 1.0 } else { (done / total).clamp(0.0, 1.0) },
             // Split by columns, the rows of the estimate shown: those of the bands' last checkpoint;
             // into the sweep, those of the random phase.
             rows_seen: self.band_snapshot().flatten().map_or(self.estimate_counts().seen, |s| s.counts.seen),
             rows: self.rows,
-            rows_read: match self.phase {
-                Phase::Sample | Phase::SamplePairs => self.sample_counts.seen,
-                Phase::Pass | Phase::Done => self.counts().seen,
+            rows_read: match &self.stage {
+                Stage::Sample(s) => s.counts.seen,
+                Stage::SamplePairs(p) => p.counts.seen,
+                Stage::Pass(_) | Stage::Done(_) | Stage::Stopped { .. } => self.counts().seen,
             },
             epsilon: running.as_ref().map(|r| r.1),
             epsilon_se: running.and_then(|r| r.2),

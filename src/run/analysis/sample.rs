@@ -3,109 +3,128 @@
 
 use super::*;
 
+/// Takes in block `pair_block` of the sample's pairs from `products` (rows i0..i1 against rows
+/// i0..n of the sample's `n` rows), keeping pairs i < j; pairs within a block are left out unless
+/// the sample is the whole matrix (`whole`, see PairSample).
+fn take_sample_pairs(sample: &mut PairSample, products: &[f32], pair_block: usize, n: usize, whole: bool) {
+    let i0 = pair_block * MAX_CHUNK_ROWS;
+    let i1 = (i0 + MAX_CHUNK_ROWS).min(n);
+    let nb = n.saturating_sub(i0);
+    for i in 0..i1.saturating_sub(i0) {
+        for j in i + 1..nb {
+            if whole || sample.block.get(i0 + i) != sample.block.get(i0 + j) {
+                sample.add_pair(i0 + i, i0 + j, products.get(i * nb + j).copied().unwrap_or(0.0));
+            }
+        }
+    }
+}
+
 impl Analysis {
     pub(super) fn step_sample(&mut self) -> Result<(), Error> {
-        // One sample block per step: one read of adjacent rows.
-        if let Some(&block) = self.plan.sample().get(self.sample_read) {
-            let (first, stop) = self.plan.block_range(block);
-            let count = (stop - first) as usize;
-            let decoded = self.read_rows(first, count)?;
-            for _ in decoded..count {
-                self.sample_counts.record(RowFate::Zero);
+        let mut s = match std::mem::replace(&mut self.stage, Stage::Sample(SampleRead::default())) {
+            Stage::Sample(s) => s,
+            other => {
+                self.stage = other;
+                return Ok(());
             }
-            if self.sample_read == 0 {
-                // Exactly the sample's rows: grown by doubling, the buffer would take twice their
-                // 134 MB at d = 16384, and wasm memory would keep every smaller buffer it outgrew.
-                let rows = usize::try_from(self.plan.sample_rows()).unwrap_or(0);
-                self.sample_units.reserve_exact(rows.saturating_mul(self.dim_padded));
-            }
-            let kept_before = self.sample_counts.kept;
-            for r in 0..decoded {
-                let at = self.sample_units.len();
-                self.sample_units.resize(at + self.dim_padded, 0.0);
-                let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut self.sample_units[at..]);
-                self.sample_counts.record(fate);
-                if fate == RowFate::Kept {
-                    self.sample_block.push(block);
-                    self.sample_row_ids.push(first + r as u64);
-                } else {
-                    self.sample_units.truncate(at);
-                }
-            }
-            if self.sample_counts.kept > kept_before {
-                self.sample_blocks_kept += 1;
-            }
-            self.sample_read += 1;
+        };
+        let read = self.read_sample_block(&mut s);
+        if read.is_err() || s.read < self.plan.sample_blocks {
+            self.stage = Stage::Sample(s);
+            return read;
         }
-        if self.sample_read >= self.plan.sample_blocks {
-            self.pair_sample = Some(
-                PairSample::new(std::mem::take(&mut self.sample_block))
-                    .with_row_ids(std::mem::take(&mut self.sample_row_ids)),
-            );
-            // Only with rows set aside: `take` must not empty the sample otherwise.
-            if let Some(set) = self.set_aside.clone() {
-                self.pair_sample = self.pair_sample.take().map(|s| s.with_set_aside(|row| set.mask_of(row)));
-            }
-            self.phase = Phase::SamplePairs;
-            // What the sample shows may make the pass one that sweeps (`read_bound`).
-            self.arrange_plan();
+        let mut sample = PairSample::new(s.blocks).with_row_ids(s.row_ids);
+        // Only with rows set aside: `take` must not empty the sample otherwise.
+        if let Some(set) = self.set_aside.clone() {
+            sample = sample.with_set_aside(|row| set.mask_of(row));
         }
+        self.pair_sample = Some(sample);
+        self.sample_blocks_kept = Some(s.blocks_kept);
+        self.stage = Stage::SamplePairs(SamplePairs { units: s.units, pair_block: 0, counts: s.counts });
+        // What the sample shows may make the pass one that sweeps (`read_bound`).
+        self.arrange_plan();
         Ok(())
     }
 
-    pub(super) fn step_sample_pairs(&mut self) {
-        let d = self.dim_padded;
-        let n = self.sample_units.len() / d;
-        if self.pair_sample.is_none() {
-            self.phase = Phase::Pass;
-            return;
+    /// Reads the next block of the sample into `s`: one sample block per step, one read of
+    /// adjacent rows.
+    fn read_sample_block(&mut self, s: &mut SampleRead) -> Result<(), Error> {
+        let Some(&block) = self.plan.sample().get(s.read) else { return Ok(()) };
+        let (first, stop) = self.plan.block_range(block);
+        let count = (stop - first) as usize;
+        let decoded = self.read_rows(first, count)?;
+        for _ in decoded..count {
+            s.counts.record(RowFate::Zero);
         }
-        let i0 = self.pair_block * MAX_CHUNK_ROWS;
-        if i0 >= n {
-            self.phase = Phase::Pass;
-            return;
+        if s.read == 0 {
+            // Exactly the sample's rows: grown by doubling, the buffer would take twice their
+            // 134 MB at d = 16384, and wasm memory would keep every smaller buffer it outgrew.
+            let rows = usize::try_from(self.plan.sample_rows()).unwrap_or(0);
+            s.units.reserve_exact(rows.saturating_mul(self.dim_padded));
         }
-        let i1 = (i0 + MAX_CHUNK_ROWS).min(n);
-        // Rows i0..i1 against rows i0..n.
-        let a = &self.sample_units[i0 * d..i1 * d];
-        let b = &self.sample_units[i0 * d..n * d];
-        self.units.resize((i1 - i0) * (n - i0), 0.0);
-        kernel::dots(a, b, d, &mut self.units);
-        self.take_sample_pairs();
-        if i1 >= n {
-            self.phase = Phase::Pass;
-        }
-    }
-
-    /// Takes in block `pair_block` of the sample's pairs from `self.units` (rows i0..i1 against
-    /// rows i0..n), keeping pairs i < j, and moves on to the next block.
-    pub(super) fn take_sample_pairs(&mut self) {
-        let n = self.sample_units.len() / self.dim_padded.max(1);
-        // Pairs within a block are left out unless the sample is the whole matrix (see PairSample).
-        let whole = self.plan.sample_blocks >= self.plan.blocks.len();
-        let Some(sample) = self.pair_sample.as_mut() else { return };
-        let i0 = self.pair_block * MAX_CHUNK_ROWS;
-        let i1 = (i0 + MAX_CHUNK_ROWS).min(n);
-        let nb = n.saturating_sub(i0);
-        for i in 0..i1.saturating_sub(i0) {
-            for j in i + 1..nb {
-                if whole || sample.block.get(i0 + i) != sample.block.get(i0 + j) {
-                    sample.add_pair(i0 + i, i0 + j, self.units.get(i * nb + j).copied().unwrap_or(0.0));
-                }
+        let kept_before = s.counts.kept;
+        for r in 0..decoded {
+            let at = s.units.len();
+            s.units.resize(at + self.dim_padded, 0.0);
+            let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut s.units[at..]);
+            s.counts.record(fate);
+            if fate == RowFate::Kept {
+                s.blocks.push(block);
+                s.row_ids.push(first + r as u64);
+            } else {
+                s.units.truncate(at);
             }
         }
-        self.pair_block += 1;
+        if s.counts.kept > kept_before {
+            s.blocks_kept += 1;
+        }
+        s.read += 1;
+        Ok(())
+    }
+
+    /// One block of the sample's pairs; the pass begins after the last.
+    pub(super) fn step_sample_pairs(&mut self) -> Result<(), Error> {
+        let d = self.dim_padded;
+        // Pairs within a block are left out unless the sample is the whole matrix (see PairSample).
+        let whole = self.plan.sample_blocks >= self.plan.blocks.len();
+        let Stage::SamplePairs(p) = &mut self.stage else { return Ok(()) };
+        let n = p.units.len() / d;
+        let i0 = p.pair_block * MAX_CHUNK_ROWS;
+        let more = match self.pair_sample.as_mut() {
+            Some(sample) if i0 < n => {
+                let i1 = (i0 + MAX_CHUNK_ROWS).min(n);
+                // Rows i0..i1 against rows i0..n.
+                let a = &p.units[i0 * d..i1 * d];
+                let b = &p.units[i0 * d..n * d];
+                self.units.resize((i1 - i0) * (n - i0), 0.0);
+                kernel::dots(a, b, d, &mut self.units);
+                take_sample_pairs(sample, &self.units, p.pair_block, n, whole);
+                p.pair_block += 1;
+                i1 < n
+            }
+            _ => false,
+        };
+        if more {
+            return Ok(());
+        }
+        self.end_sample()
     }
 
     /// The sample's pairs are all in: the precision and the centre are chosen, the GPU offered
-    /// starts, and the sample's unit rows (2048 × d f32: 134 MB at d = 16384), which have given the
-    /// histogram, the precision and the centre, are freed before G is first written, so that G can
-    /// take their room.
-    pub(super) fn end_sample(&mut self) -> Result<(), Error> {
-        self.choose_precision();
-        self.start_gpu()?;
-        self.sample_units = Vec::new();
-        Ok(())
+    /// starts, and the pass begins. The sample's unit rows (2048 × d f32: 134 MB at d = 16384),
+    /// which have given the histogram, the precision and the centre, are freed with their stage
+    /// before G is first written, so that G can take their room.
+    fn end_sample(&mut self) -> Result<(), Error> {
+        let units = match std::mem::replace(&mut self.stage, Stage::Pass(Driver::Cpu)) {
+            Stage::SamplePairs(p) => p.units,
+            other => {
+                self.stage = other;
+                return Ok(());
+            }
+        };
+        self.choose_precision(&units);
+        self.stage = Stage::Pass(self.cpu_driver());
+        self.start_gpu(&units)
     }
 
     /// Ends the sample at once where the caller has cores to spare (the CLI's threads): once the
@@ -120,21 +139,22 @@ impl Analysis {
         &mut self,
         dots_of: impl FnOnce(&[f32], usize, &[std::ops::Range<usize>]) -> Vec<Vec<f32>>,
     ) -> Result<bool, Error> {
-        if self.phase != Phase::SamplePairs {
-            return Ok(false);
-        }
         let d = self.dim_padded;
-        let n = self.sample_units.len() / d.max(1);
+        let whole = self.plan.sample_blocks >= self.plan.blocks.len();
         let blocks = self.sample_pair_blocks();
-        let dots = dots_of(&self.sample_units, d, &blocks);
+        let Stage::SamplePairs(p) = &mut self.stage else { return Ok(false) };
+        let n = p.units.len() / d.max(1);
+        let dots = dots_of(&p.units, d, &blocks);
         if dots.len() != blocks.len() || blocks.iter().zip(&dots).any(|(b, v)| v.len() != b.len() * (n - b.start)) {
             return Ok(false);
         }
         for products in dots {
+            if let Some(sample) = self.pair_sample.as_mut() {
+                take_sample_pairs(sample, &products, p.pair_block, n, whole);
+            }
+            p.pair_block += 1;
             self.units = products;
-            self.take_sample_pairs();
         }
-        self.phase = Phase::Pass;
         self.end_sample()?;
         Ok(true)
     }
@@ -143,21 +163,19 @@ impl Analysis {
     /// [`MAX_CHUNK_ROWS`]) of the sample's unit rows, each against rows i0..n. Empty outside
     /// [`Phase::SamplePairs`].
     pub fn sample_pair_blocks(&self) -> Vec<std::ops::Range<usize>> {
-        if self.phase != Phase::SamplePairs {
-            return Vec::new();
-        }
-        let n = self.sample_units.len() / self.dim_padded.max(1);
-        (self.pair_block * MAX_CHUNK_ROWS..n)
-            .step_by(MAX_CHUNK_ROWS)
-            .map(|i0| i0..(i0 + MAX_CHUNK_ROWS).min(n))
-            .collect()
+        let Stage::SamplePairs(p) = &self.stage else { return Vec::new() };
+        let n = p.units.len() / self.dim_padded.max(1);
+        (p.pair_block * MAX_CHUNK_ROWS..n).step_by(MAX_CHUNK_ROWS).map(|i0| i0..(i0 + MAX_CHUNK_ROWS).min(n)).collect()
     }
 
     /// The dot products of one block of [`Analysis::sample_pair_blocks`], as a step computes them
     /// (empty for a block outside the sample): a page's helper computes some for its lead, whose
     /// [`Analysis::finish_sample_pairs_with`] takes them in.
     pub fn sample_pair_dots(&self, rows: &std::ops::Range<usize>) -> Vec<f32> {
-        sample_block_dots(&self.sample_units, self.dim_padded, rows)
+        match &self.stage {
+            Stage::SamplePairs(p) => sample_block_dots(&p.units, self.dim_padded, rows),
+            _ => Vec::new(),
+        }
     }
 
     /// What the sample decided for the pass (None until the sample is done): every share of a
@@ -172,13 +190,12 @@ impl Analysis {
     /// helper reads it to pair some of it for its lead) and none of its pairs taken in. The
     /// share's partial is then the one it would have made. False (nothing done) otherwise.
     pub fn skip_sample(&mut self, verdict: &SampleVerdict) -> bool {
-        let before = self.phase == Phase::Sample && self.sample_read == 0;
-        let read = self.phase == Phase::SamplePairs && self.pair_block == 0;
-        if !(before || read) {
-            return false;
+        match &self.stage {
+            Stage::Sample(s) if s.read == 0 => self.sample_blocks_kept = Some(0),
+            Stage::SamplePairs(p) if p.pair_block == 0 => {}
+            _ => return false,
         }
-        // The sample's rows are not needed any more (`end_sample`).
-        self.sample_units = Vec::new();
+        // The sample's rows are not needed any more (`end_sample`): they go with their stage.
         self.pair_sample = None;
         if verdict.f64 {
             self.gram.use_f64();
@@ -188,13 +205,13 @@ impl Analysis {
         }
         self.precision_reason = verdict.precision_reason.clone();
         self.verdict = Some(verdict.clone());
-        self.phase = Phase::Pass;
+        self.stage = Stage::Pass(self.cpu_driver());
         true
     }
 
     /// Before the pass: keeps f32 only where the sample says it meets the exactness targets
     /// (`kernel::f32_suffices`); the accumulator is still empty, so it is simply replaced.
-    pub(super) fn choose_precision(&mut self) {
+    pub(super) fn choose_precision(&mut self, sample_units: &[f32]) {
         let mut verdict = SampleVerdict::default();
         if self.config.precision == Precision::F32 && self.gram.counts().seen == 0 {
             if self.gram.precision() == Precision::F64 {
@@ -213,7 +230,7 @@ impl Analysis {
                     }
                     Ok(()) => {
                         // The sample's mean unit row as the f32 pass's centre (see `GramMoments`).
-                        if let Some(centre) = mean_row(&self.sample_units, self.dim_padded) {
+                        if let Some(centre) = mean_row(sample_units, self.dim_padded) {
                             self.gram.set_centre(&centre);
                             verdict.centre = Some(centre);
                         }

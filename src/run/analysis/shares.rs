@@ -17,9 +17,11 @@ impl Analysis {
         self.next_block = share.first();
         if share.columns {
             self.gram.set_band(column_band(self.dim, share.index, share.of));
-            if share.index == 0 && share.of > 1 && self.gram.is_band() {
-                self.bands = Some(BandTally::new(share.of));
-            }
+        }
+        // Given after the sample (a share handed its lead's verdict), the pass's driver is the
+        // share's; otherwise the pass begins with it.
+        if matches!(self.stage, Stage::Pass(Driver::Cpu)) && self.pass_steps == 0 {
+            self.stage = Stage::Pass(self.cpu_driver());
         }
     }
 
@@ -29,7 +31,8 @@ impl Analysis {
     /// a file of zero rows costs no streaming). None at other steps, and for a pass not split by
     /// columns.
     pub fn band_part(&mut self) -> Option<(u64, f64)> {
-        if !self.share.columns || self.share.of < 2 || self.phase != Phase::Pass || !is_checkpoint(self.pass_steps) {
+        let in_pass = matches!(self.stage, Stage::Pass(_));
+        if !self.share.columns || self.share.of < 2 || !in_pass || !is_checkpoint(self.pass_steps) {
             return None;
         }
         let PairAccumulator::Gram(g) = &self.gram else { return None };
@@ -47,13 +50,8 @@ impl Analysis {
     pub fn note_checkpoint(&mut self) {
         let Some((step, part)) = self.band_part() else { return };
         let PairAccumulator::Gram(g) = &self.gram else { return };
-        let lead = LeadAt {
-            scalars: g.scalars_so_far(),
-            counts: g.counts,
-            blocks_seen: self.blocks_seen,
-            within: self.within,
-        };
-        if let Some(t) = self.bands.as_mut() {
+        let lead = self.snapshot(g.scalars_so_far(), g.counts);
+        if let Some(Driver::ColumnLead(t)) = self.driver_mut() {
             t.record_lead(step, lead, part);
         }
     }
@@ -61,22 +59,19 @@ impl Analysis {
     /// The lead of a pass split by columns takes in band `band`'s part of ‖G‖²_F at checkpoint
     /// `step` (from [`Analysis::band_part`] in that band's worker).
     pub fn take_band_part(&mut self, band: u32, step: u64, part: f64) -> Result<(), Error> {
-        match self.bands.as_mut() {
-            Some(t) => t.record_band(band, step, part).map_err(|e| Error::from(PassError::from(e))),
-            None => Ok(()),
+        match self.driver_mut() {
+            Some(Driver::ColumnLead(t)) => t.record_band(band, step, part).map_err(|e| Error::from(PassError::from(e))),
+            _ => Ok(()),
         }
     }
 
     /// The estimate of a pass split by columns while its bands run, from their last common
     /// checkpoint (None before the first, and once the bands are placed into one G).
     pub(super) fn band_snapshot(&self) -> Option<Option<Snapshot>> {
-        let tally = self.bands.as_ref().filter(|_| self.gram.is_band())?;
-        Some(tally.latest().map(|r| Snapshot {
-            moments: r.moments,
-            counts: r.counts,
-            blocks_seen: r.blocks_seen,
-            within: r.within,
-        }))
+        match self.driver() {
+            Some(Driver::ColumnLead(tally)) => Some(tally.latest().map(|r| r.at)),
+            _ => None,
+        }
     }
 
     /// *Stop here* on a pass split by columns, at the lead: the estimate at the bands' last common
@@ -88,9 +83,7 @@ impl Analysis {
             None => true,
             Some(None) => false,
             Some(Some(snapshot)) => {
-                self.stopped_at = Some(snapshot);
-                self.blocks_seen = snapshot.blocks_seen;
-                self.bands = None;
+                self.stop_at(snapshot);
                 true
             }
         }
@@ -99,7 +92,7 @@ impl Analysis {
     /// Whether the result is the estimate at a checkpoint ([`Analysis::stop_at_checkpoint`]) or a
     /// GPU read-back, rather than the sums themselves.
     pub fn stopped_at_estimate(&self) -> bool {
-        self.stopped_at.is_some()
+        matches!(self.stage, Stage::Stopped { .. })
     }
 
     /// The share of the pass this analysis runs.
@@ -113,7 +106,10 @@ impl Analysis {
             gram: self.gram,
             within: self.within,
             blocks_seen: self.blocks_seen,
-            random_phase: self.random_phase,
+            random_phase: match self.random_phase {
+                Some(RandomPhase::Share(partial)) => Some(partial),
+                _ => None,
+            },
         }
     }
 
@@ -126,17 +122,28 @@ impl Analysis {
     /// [`Analysis::absorb`], the partial's G (whole, or a band) taken from `apart` when it came
     /// apart from it ([`PassPartial::into_frame`]).
     pub fn absorb_from(&mut self, partial: &PassPartial, apart: Option<&dyn BandValues>) -> Result<(), Error> {
+        // A whole pass's random phase merges with nothing: it stays as it is.
+        let (mine_random, whole_random) = match self.random_phase.take() {
+            Some(RandomPhase::Share(partial)) => (Some(partial), None),
+            whole => (None, whole),
+        };
         let mut mine = PassPartial {
             gram: std::mem::replace(&mut self.gram, PairAccumulator::Gram(GramMoments::new(0))),
             within: self.within,
             blocks_seen: self.blocks_seen,
-            random_phase: self.random_phase.take(),
+            random_phase: mine_random,
         };
         let merged = mine.merge_from(partial, apart);
         self.gram = mine.gram;
         self.within = mine.within;
         self.blocks_seen = mine.blocks_seen;
-        self.random_phase = mine.random_phase;
+        self.random_phase = mine.random_phase.map(RandomPhase::Share).or(whole_random);
+        // The bands placed into one G: the running estimate is that G's, no longer the checkpoints'.
+        if !self.gram.is_band() {
+            if let Some(driver @ Driver::ColumnLead(_)) = self.driver_mut() {
+                *driver = Driver::Cpu;
+            }
+        }
         merged?;
         let total = self.plan.blocks.len() as u64;
         if self.blocks_seen > total {
