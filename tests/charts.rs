@@ -15,14 +15,12 @@ use orthoscope::charts::{
     ChartError, ChartText, Counted, FrameSpec, HistogramChart, HistogramSeries, LayerChart, LayerPoint, Marker,
     PlotFrame, Scale, Sizes, Theme, YTitle, FORMULA_NAMES,
 };
-use orthoscope::fixtures::synth::{class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::fixtures::setup::embedding_report;
+use orthoscope::fixtures::synth::{class1_like, random_init, trained_like};
 use orthoscope::pass::stats::SampledHistogram;
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
-use orthoscope::read::source::SliceSource;
 use orthoscope::result::paper::random_init_bin_fractions;
 use orthoscope::result::report::{significant, Report};
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::analysis::AnalysisConfig;
 use plotters::prelude::{IntoDrawingArea, SVGBackend};
 
 // ---------------------------------------------------------------------------------------------
@@ -30,22 +28,7 @@ use plotters::prelude::{IntoDrawingArea, SVGBackend};
 // ---------------------------------------------------------------------------------------------
 
 fn report_with(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Report {
-    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::F32, rows, dim, values)]);
-    let source = SliceSource::new("generated.safetensors", bytes);
-    let model = read_model(&source, 0).expect("generated file parses");
-    let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let origin = Origin {
-        file: "generated.safetensors".into(),
-        format: model.format.clone(),
-        tensor_reason: reason,
-        ..Origin::default()
-    };
-    Analysis::new(Box::new(source), tensor, origin, config)
-        .expect("analysis set up")
-        .run()
-        .expect("analysis runs")
-        .report(0.0)
-        .expect("report")
+    embedding_report(&values[..rows * dim], dim, config).expect("report")
 }
 
 fn report(values: &[f32], rows: usize, dim: usize) -> Report {

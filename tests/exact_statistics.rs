@@ -7,15 +7,14 @@
 //! kernel, whose targets are checked in `tests/f32_kernel.rs`.
 
 use orthoscope::fixtures::oracle::{all_cosines, AllPairs};
-use orthoscope::fixtures::synth::{class1_like, random_init, safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::fixtures::setup::embedding_analysis;
+use orthoscope::fixtures::synth::{class1_like, random_init, trained_like, Normal};
 use orthoscope::pass::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
 use orthoscope::pass::stats::GramMoments;
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
+use orthoscope::read::format::DType;
 use orthoscope::read::matrix::{normalise_row, RowFate};
-use orthoscope::read::source::SliceSource;
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig};
 
 /// Absolute tolerance asked of the exact path against the f64 reference on μ, σ, ε, μ + 3σ.
 const EXACT_TOL: f64 = 1e-9;
@@ -60,21 +59,9 @@ fn reference(values: &[f32], rows: usize, dim: usize) -> Reference {
 // The system under test: a generated F32 safetensors file through the whole chain
 // ---------------------------------------------------------------------------------------------
 
-const TENSOR: &str = "model.embed_tokens.weight";
-
 fn analysis(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Analysis {
     let config = AnalysisConfig { precision: Precision::F64, ..config };
-    let bytes = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, values)]);
-    let source = SliceSource::new("generated.safetensors", bytes);
-    let model = read_model(&source, 0).expect("generated file parses");
-    let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let origin = Origin {
-        file: "generated.safetensors".into(),
-        format: model.format.clone(),
-        tensor_reason: reason,
-        ..Origin::default()
-    };
-    Analysis::new(Box::new(source), tensor, origin, config).expect("analysis set up")
+    embedding_analysis(&values[..rows * dim], dim, DType::F32, config).expect("analysis set up")
 }
 
 fn run(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Report {

@@ -5,17 +5,15 @@
 //! `precision = f64` still meets the old 1e-9.
 
 use orthoscope::fixtures::oracle::AllPairs;
-use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::fixtures::setup::embedding_report;
+use orthoscope::fixtures::synth::{trained_like, Normal};
 use orthoscope::pass::accumulate::PairAccumulator;
 use orthoscope::pass::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
 use orthoscope::pass::shares::PassPartial;
 use orthoscope::pass::stats::GramMoments;
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
 use orthoscope::read::matrix::{normalise_row, RowFate};
-use orthoscope::read::source::SliceSource;
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::analysis::AnalysisConfig;
 
 const EPSILON_TOL: f64 = 1e-7;
 const SIGMA_REL_TOL: f64 = 1e-6;
@@ -148,20 +146,8 @@ fn f32_kernel_meets_the_epsilon_and_sigma_targets_against_all_pairs_f64() {
 }
 
 fn report(values: &[f32], dim: usize, precision: Precision) -> Report {
-    let rows = values.len() / dim;
-    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::F32, rows, dim, values)]);
-    let source = SliceSource::new("generated.safetensors", bytes);
-    let model = read_model(&source, 0).expect("generated file parses");
-    let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let origin = Origin {
-        file: "generated.safetensors".into(),
-        format: model.format.clone(),
-        tensor_reason: reason,
-        ..Origin::default()
-    };
     let config = AnalysisConfig { precision, ..AnalysisConfig::default() };
-    let analysis = Analysis::new(Box::new(source), tensor, origin, config).expect("analysis set up");
-    analysis.run().expect("analysis runs").report(0.0).expect("report")
+    embedding_report(values, dim, config).expect("report")
 }
 
 #[test]

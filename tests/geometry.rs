@@ -4,35 +4,19 @@
 //! the coordinates against μ, and participation ratio / effective rank on matrices whose spectrum
 //! is known by construction.
 
-use std::rc::Rc;
-
 use orthoscope::explain::geometry::{Geometry, GeometryTiming, TOP_MEAN_DIMENSIONS};
 use orthoscope::fixtures::oracle;
-use orthoscope::fixtures::synth::{class1_like, safetensors_bytes, trained_like, TensorSpec};
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
-use orthoscope::read::source::{ByteSource, SliceSource};
+use orthoscope::fixtures::setup::{embedding_analysis, embedding_file, report_of, GENERATED};
+use orthoscope::fixtures::synth::{class1_like, trained_like};
+use orthoscope::read::format::DType;
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::run::job::Job;
-
-const TENSOR: &str = "model.embed_tokens.weight";
+use orthoscope::run::analysis::{Analysis, AnalysisConfig};
 
 fn analysis(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Analysis {
     // The f64 Gram path: the eigenvalues are checked to 1e-9 relative, beyond the f32 kernel (whose
     // G gave λ within 4e-9 here).
     let config = AnalysisConfig { precision: orthoscope::pass::kernel::Precision::F64, ..config };
-    let bytes = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, values)]);
-    let source = SliceSource::new("generated.safetensors", bytes);
-    let model = read_model(&source, 0).expect("generated file parses");
-    let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let origin = Origin {
-        file: "generated.safetensors".into(),
-        format: model.format.clone(),
-        tensor_reason: reason,
-        ..Origin::default()
-    };
-    Analysis::new(Box::new(source), tensor, origin, config).expect("analysis set up")
+    embedding_analysis(&values[..rows * dim], dim, DType::F32, config).expect("analysis set up")
 }
 
 /// The exact report and its geometry, through the whole chain.
@@ -206,11 +190,8 @@ fn an_early_stopped_run_has_no_geometry() {
 fn the_job_report_carries_geometry_in_its_json() {
     let (rows, dim) = (1200, 48);
     let values = class1_like(rows, dim, 2);
-    let bytes = safetensors_bytes(&[TensorSpec::matrix(TENSOR, DType::F32, rows, dim, &values)]);
-    let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("generated.safetensors", bytes));
-    let (job, _) = Job::open(vec![source], None, AnalysisConfig::default()).expect("opens");
-    let job = job.run().expect("runs");
-    let report = job.report_with_geometry(0.0).expect("report");
+    let file = (GENERATED, embedding_file(&values, dim, DType::F32));
+    let report = report_of(vec![file], None, AnalysisConfig::default()).expect("report");
     let geometry = report.geometry.as_ref().expect("geometry");
     let json: serde_json::Value = serde_json::to_value(&report).expect("json");
     let g = &json["geometry"];

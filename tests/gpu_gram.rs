@@ -16,17 +16,17 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use orthoscope::fixtures::oracle::AllPairs;
-use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::fixtures::setup::{embedding_file, embedding_report, locate_embedding, GENERATED};
+use orthoscope::fixtures::synth::{trained_like, Normal};
 use orthoscope::pass::gpu::exact::{gpu_exact_pass, GpuPassError};
 use orthoscope::pass::gpu::gram::{GpuGram, GpuGramSums, GramOptions, GramShape};
 use orthoscope::pass::gpu::{block_on, GpuChoice, GpuContext, GpuError};
 use orthoscope::pass::kernel;
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
+use orthoscope::read::format::DType;
 use orthoscope::read::matrix::{normalise_row, Matrix, RowFate};
 use orthoscope::read::source::SliceSource;
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::analysis::AnalysisConfig;
 
 const EPSILON_TOL: f64 = 1e-7;
 const SIGMA_REL_TOL: f64 = 1e-6;
@@ -317,21 +317,10 @@ fn bad_inputs_are_typed_errors() {
 
 /// The CPU pass's Report of a generated safetensors file, and the same tensor opened as a Matrix.
 fn cpu_report_and_matrix(values: &[f32], dim: usize) -> (Report, Matrix) {
-    let rows = values.len() / dim;
-    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::F32, rows, dim, values)]);
-    let source = SliceSource::new("generated.safetensors", bytes.clone());
-    let model = read_model(&source, 0).expect("generated file parses");
-    let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let matrix =
-        Matrix::new(Rc::new(SliceSource::new("generated.safetensors", bytes)), tensor.clone(), Rc::new(Vec::new()));
-    let origin = Origin {
-        file: "generated.safetensors".into(),
-        format: model.format.clone(),
-        tensor_reason: reason,
-        ..Origin::default()
-    };
-    let analysis = Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default()).expect("analysis set up");
-    (analysis.run().expect("analysis runs").report(0.0).expect("report"), matrix)
+    let source = SliceSource::new(GENERATED, embedding_file(values, dim, DType::F32));
+    let (tensor, _) = locate_embedding(&source).expect("embedding located");
+    let matrix = Matrix::new(Rc::new(source), tensor, Rc::new(Vec::new()));
+    (embedding_report(values, dim, AnalysisConfig::default()).expect("report"), matrix)
 }
 
 /// A whole pass of an opened matrix on the GPU gives the CPU pass's Report numbers: ε to 1e-7,

@@ -3,15 +3,15 @@
 
 use std::sync::OnceLock;
 
-use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
+use orthoscope::fixtures::setup::{analysis_of, embedding_file};
+use orthoscope::fixtures::synth::trained_like;
+use orthoscope::read::format::DType;
 use orthoscope::read::source::SliceSource;
 use orthoscope::result::links::{
     embed_snippet, encode_uri_component, page_base, permalink_href, rerun_href, rerun_query,
 };
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::analysis::AnalysisConfig;
 
 const BASE: &str = "https://example.org/orthoscope/";
 
@@ -23,14 +23,8 @@ fn local() -> Report {
             let file = "tiny-model.safetensors";
             let (rows, dim) = (200, 16);
             let values = trained_like(rows, dim, 7);
-            let bytes =
-                safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::F32, rows, dim, &values)]);
-            let source = SliceSource::new(file, bytes);
-            let model = read_model(&source, 0).expect("generated file parses");
-            let (tensor, reason) = choose(&model, None, file).expect("embedding located");
-            let origin =
-                Origin { file: file.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
-            Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default())
+            let source = SliceSource::new(file, embedding_file(&values, dim, DType::F32));
+            analysis_of(Box::new(source), AnalysisConfig::default())
                 .expect("analysis set up")
                 .run()
                 .expect("analysis runs")

@@ -5,11 +5,11 @@
 //! its far rows however many threads share it; damaged archives give errors naming the file and
 //! the member.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 use std::process::Command;
 use std::rc::Rc;
 
+use orthoscope::fixtures::recording::{bytes_read, Recording};
 use orthoscope::fixtures::synth::{trained_like, TensorSpec};
 use orthoscope::fixtures::writers::{npy_bytes, npz_bytes};
 use orthoscope::pass::kernel::Precision;
@@ -18,7 +18,7 @@ use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::{read_model, DType, FormatError, Layout};
 use orthoscope::read::inflate::InflatedSource;
 use orthoscope::read::layout::tensor_source;
-use orthoscope::read::source::{ByteSource, FileSource, ReadError, SliceSource};
+use orthoscope::read::source::{ByteSource, FileSource, SliceSource};
 use orthoscope::run::analysis::{sample_block_dots, Analysis, AnalysisConfig, Origin, Phase};
 use orthoscope::run::job::Job;
 
@@ -76,25 +76,6 @@ fn numpy_archives_give_numpys_all_pairs_statistics() {
     }
 }
 
-/// A source that records every read.
-struct Recording {
-    inner: SliceSource,
-    reads: RefCell<Vec<(u64, u64)>>,
-}
-
-impl ByteSource for Recording {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-        self.reads.borrow_mut().push((offset, buf.len() as u64));
-        self.inner.read_at(offset, buf)
-    }
-}
-
 fn matrix_npy(rows: usize, dim: usize, seed: u64) -> (Vec<f32>, Vec<u8>) {
     // Rounded to 1/64, so that deflate codes them (a random mantissa would make stored blocks).
     let values: Vec<f32> = trained_like(rows, dim, seed).iter().map(|v| (v * 64.0).round() / 64.0).collect();
@@ -112,17 +93,18 @@ fn opening_reads_only_the_directory_and_each_members_header() {
             compressed,
         );
         let file_len = bytes.len() as u64;
-        let source = Recording { inner: SliceSource::new("m.npz", bytes), reads: RefCell::new(Vec::new()) };
+        let source = Recording::new(SliceSource::new("m.npz", bytes));
         let model = read_model(&source, 0).unwrap();
         assert_eq!(model.tensors.len(), 2);
-        let reads = source.reads.borrow();
+        let reads = source.reads();
+        let reads = reads.borrow();
         // The tail (end record, directory) and the local headers; inside the big member at most
         // its npy header, or for a deflated one the first window of compressed bytes.
         let tail = file_len - (22 + 0xFFFF);
-        let inside: u64 = reads.iter().filter(|(o, _)| *o < tail).map(|(_, n)| n).sum();
+        let inside: u64 = reads.iter().filter(|r| r.start < tail).map(|r| r.end - r.start).sum();
         let bound = if compressed { (16 << 10) + 4096 } else { 4096 };
         assert!(inside <= bound, "compressed {compressed}: {inside} bytes read inside the member: {reads:?}");
-        let total: u64 = reads.iter().map(|(_, n)| n).sum();
+        let total = bytes_read(&source.reads());
         assert!(total < 200 << 10, "compressed {compressed}: {total} bytes read in all: {reads:?}");
     }
 }

@@ -4,33 +4,25 @@
 //! quantisation bound; a typical link stays under 2 KB; every damaged or foreign fragment gets its
 //! own error, and no fragment at all makes decode panic.
 
-use std::rc::Rc;
 use std::sync::OnceLock;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use orthoscope::fixtures::setup::{analysis_of, embedding_file, run_job, EMBEDDING};
 use orthoscope::fixtures::synth::{self, class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::pass::stats::SampledHistogram;
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
-use orthoscope::read::source::{ByteSource, SliceSource};
+use orthoscope::read::format::DType;
+use orthoscope::read::source::SliceSource;
 use orthoscope::result::permalink::{
     decode, encode, is_permalink, pack, Compact, PermalinkError, COUNT_LEVELS, FORMAT_VERSION, MAX_FRAGMENT_CHARS,
     MAX_INFLATED_BYTES, MAX_TEXT_CHARS,
 };
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
-use orthoscope::run::job::Job;
+use orthoscope::run::analysis::AnalysisConfig;
 use proptest::prelude::*;
 
-const EMBED: &str = "model.embed_tokens.weight";
-
 fn analyse(file: &str, bytes: Vec<u8>, config: AnalysisConfig) -> Report {
-    let source = SliceSource::new(file, bytes);
-    let model = read_model(&source, 0).expect("generated file parses");
-    let (tensor, reason) = choose(&model, None, file).expect("embedding located");
-    let origin = Origin { file: file.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
-    Analysis::new(Box::new(source), tensor, origin, config)
+    analysis_of(Box::new(SliceSource::new(file, bytes)), config)
         .expect("analysis set up")
         .run()
         .expect("analysis runs")
@@ -39,7 +31,7 @@ fn analyse(file: &str, bytes: Vec<u8>, config: AnalysisConfig) -> Report {
 }
 
 fn matrix_file(values: &[f32], rows: usize, dim: usize) -> Vec<u8> {
-    safetensors_bytes(&[TensorSpec::matrix(EMBED, DType::F32, rows, dim, values)])
+    embedding_file(&values[..rows * dim], dim, DType::F32)
 }
 
 /// The page's default demo (16384 × 1024 bf16), analysed exactly: the typical permalink.
@@ -195,12 +187,11 @@ fn permalink_of_a_url_analysis_carries_the_url_to_run_it_again() {
 fn permalink_of_a_model_with_an_unembedding_keeps_its_summary_and_the_tied_evidence() {
     let (rows, dim) = (1500, 96);
     let file = safetensors_bytes(&[
-        TensorSpec::matrix(EMBED, DType::F32, rows, dim, &trained_like(rows, dim, 11)),
+        TensorSpec::matrix(EMBEDDING, DType::F32, rows, dim, &trained_like(rows, dim, 11)),
         TensorSpec::matrix("lm_head.weight", DType::F32, rows, dim, &class1_like(rows, dim, 12)),
     ]);
-    let sources: Vec<Rc<dyn ByteSource>> = vec![Rc::new(SliceSource::new("two.safetensors", file))];
-    let (job, _) = Job::open(sources, None, AnalysisConfig::default()).expect("job opens");
-    let r = job.run().expect("job runs").report(55.0).expect("report");
+    let job = run_job(vec![("two.safetensors", file)], None, AnalysisConfig::default()).expect("job runs");
+    let r = job.report(55.0).expect("report");
     assert!(r.unembedding.is_some() && r.tied == Some(false) && !r.tied_evidence.is_empty());
     let decoded = decode(&round_trip("with unembedding", &r)).expect("decodes");
     assert_eq!(decoded.unembedding.as_ref().map(|u| u.mu), r.unembedding.as_ref().map(|u| u.mu));

@@ -10,13 +10,13 @@ use std::pin::pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::fixtures::setup::{embedding_file, locate_embedding};
+use orthoscope::fixtures::synth::trained_like;
 use orthoscope::pass::shares::Share;
 use orthoscope::read::ahead::{Batches, Held, Limits, ReadAhead};
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
+use orthoscope::read::format::DType;
 use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin, Phase};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Phase};
 
 /// A file in memory read ahead like a `Blob`: fetches are counted, and so are direct reads.
 struct Ahead {
@@ -88,9 +88,7 @@ fn now<T>(future: impl Future<Output = T>) -> T {
 
 fn open(bytes: &[u8], config: &AnalysisConfig, share: Option<Share>, fast: bool) -> (Analysis, Rc<Ahead>) {
     let file = SliceSource::new("generated.safetensors", bytes.to_vec());
-    let model = read_model(&file, 0).expect("generated file parses");
-    let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let origin = Origin { file: "generated.safetensors".into(), tensor_reason: reason, ..Origin::default() };
+    let (tensor, origin) = locate_embedding(&file).expect("embedding located");
     let source = Rc::new(Ahead {
         file,
         held: RefCell::new(Held::default()),
@@ -138,7 +136,7 @@ fn a_step_of_many_reads_is_read_ahead_whole() {
 /// and the report is the in-memory one.
 fn read_ahead_whole((rows, dim): (usize, usize), limits: impl Fn(usize) -> Limits) {
     let values = trained_like(rows, dim, 11);
-    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::BF16, rows, dim, &values)]);
+    let bytes = embedding_file(&values, dim, DType::BF16);
     let config = AnalysisConfig::default();
     let shares = [None, Some(Share::new(0, 2)), Some(Share::new(1, 2)), Some(Share::new(2, 3))];
     let cases = shares

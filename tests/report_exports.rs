@@ -1,21 +1,17 @@
 //! What a result carries when it leaves the page: the histogram as CSV (one line per bin, both
 //! ranges) and the file names of every export (the model's file name and the tensor).
 
-use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
+use orthoscope::fixtures::setup::{analysis_of, embedding_file};
+use orthoscope::fixtures::synth::trained_like;
+use orthoscope::read::format::DType;
 use orthoscope::read::source::SliceSource;
 use orthoscope::result::report::{export_stem, histogram_csv, Report};
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::analysis::AnalysisConfig;
 
 fn report_of(file: &str, rows: usize, dim: usize) -> Report {
     let values = trained_like(rows, dim, 3);
-    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", DType::F32, rows, dim, &values)]);
-    let source = SliceSource::new(file, bytes);
-    let model = read_model(&source, 0).expect("generated file parses");
-    let (tensor, reason) = choose(&model, None, file).expect("embedding located");
-    let origin = Origin { file: file.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
-    let analysis = Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default()).expect("analysis set up");
+    let source = SliceSource::new(file, embedding_file(&values, dim, DType::F32));
+    let analysis = analysis_of(Box::new(source), AnalysisConfig::default()).expect("analysis set up");
     analysis.run().expect("analysis runs").report(0.0).expect("report")
 }
 

@@ -3,10 +3,12 @@
 //! property test that no bytes make the reader or the analysis panic, and a tensor past 4 GiB read
 //! through u64 offsets.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::ops::Range;
 
+use orthoscope::fixtures::oracle::AllPairs;
+use orthoscope::fixtures::recording::Recording;
+use orthoscope::fixtures::setup::analysis_of;
 use orthoscope::fixtures::synth::{self, hostile_safetensors, safetensors_bytes, safetensors_header, TensorSpec};
 use orthoscope::read::format::sniff::ForeignKind;
 use orthoscope::read::format::{read_model, DType, FormatError, ModelInfo, TensorInfo};
@@ -228,13 +230,9 @@ fn read_hostile(case: &str) -> Result<ModelInfo, FormatError> {
     read(&format!("{case}.safetensors"), hostile(case))
 }
 
-/// choose + Analysis::new + run + report on a file, as the CLI does.
+/// The file's embedding located, analysed and reported, as the CLI does.
 fn analyse(name: &str, bytes: Vec<u8>) -> Result<orthoscope::Report, Error> {
-    let source = SliceSource::new(name, bytes);
-    let model = read_model(&source, 0)?;
-    let (tensor, reason) = choose(&model, None, name)?;
-    let origin = Origin { file: name.into(), format: model.format.clone(), tensor_reason: reason, ..Origin::default() };
-    Analysis::new(Box::new(source), tensor, origin, AnalysisConfig::default())?.run()?.report(0.0)
+    analysis_of(Box::new(SliceSource::new(name, bytes)), AnalysisConfig::default())?.run()?.report(0.0)
 }
 
 fn assert_mentions(message: &str, needles: &[&str]) {
@@ -641,11 +639,10 @@ fn header_offsets_near_u64_max_are_past_eof_not_an_overflow() {
 const GIB: u64 = 1 << 30;
 
 /// A 5 GiB "file" that holds only its header in memory; every byte past the header is computed
-/// from its offset, and every read is logged.
+/// from its offset.
 struct HugeSource {
     header: Vec<u8>,
     len: u64,
-    reads: Rc<RefCell<Vec<(u64, usize)>>>,
 }
 
 /// The f32 stored at byte offset `o` (a multiple of 4): a pseudo-random value in (−1, 1) drawn from
@@ -667,7 +664,6 @@ impl ByteSource for HugeSource {
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
         orthoscope::read::source::check_range(self.name(), offset, buf.len() as u64, self.len)?;
-        self.reads.borrow_mut().push((offset, buf.len()));
         for (i, b) in buf.iter_mut().enumerate() {
             let o = offset + i as u64;
             *b = if o < self.header.len() as u64 {
@@ -698,10 +694,10 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
     let start = data_start + gap;
     let end = start + rows * row_bytes;
     assert!(start > u32::MAX as u64 && end < 5 * GIB);
-    let reads = Rc::new(RefCell::new(Vec::new()));
     // The file ends with the embedding: a safetensors data section is tiled exactly by its tensors
-    // (the 4.5 GiB before it are a U8 tensor `synth::GAP_TENSOR`).
-    let source = HugeSource { header, len: end, reads: reads.clone() };
+    // (the 4.5 GiB before it are a U8 tensor `synth::GAP_TENSOR`). Every read is logged.
+    let source = Recording::new(HugeSource { header, len: end });
+    let reads = source.reads();
 
     let model = read_model(&source, 0).expect("a ~4.5 GiB file with a tensor past 4 GiB parses");
     assert_eq!(model.tensors.len(), 2);
@@ -711,7 +707,7 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
     assert_eq!(t.byte_range, (start, end), "absolute u64 byte range (start = 8 + header + 4.5 GiB)");
     assert_eq!(t.shape, vec![rows, dim]);
     assert!(
-        reads.borrow().iter().all(|&(o, _)| o < data_start),
+        reads.borrow().iter().all(|r| r.start < data_start),
         "the header reader read data bytes: {:?}",
         reads.borrow()
     );
@@ -726,11 +722,12 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
 
     // Every read lies inside the tensor and starts on a row boundary; every row was read.
     let mut row_reads = vec![0u32; rows as usize];
-    for &(o, n) in reads.borrow().iter() {
-        assert!(o >= start && o + n as u64 <= end, "read of {n} bytes at {o} outside the tensor [{start}, {end})");
+    for &Range { start: o, end: read_end } in reads.borrow().iter() {
+        let n = read_end - o;
+        assert!(o >= start && read_end <= end, "read of {n} bytes at {o} outside the tensor [{start}, {end})");
         assert_eq!((o - start) % row_bytes, 0, "read at {o} does not start on a row boundary");
-        assert_eq!(n as u64 % row_bytes, 0, "read of {n} bytes is not whole rows");
-        for r in (o - start) / row_bytes..(o - start + n as u64) / row_bytes {
+        assert_eq!(n % row_bytes, 0, "read of {n} bytes is not whole rows");
+        for r in (o - start) / row_bytes..(read_end - start) / row_bytes {
             row_reads[r as usize] += 1;
         }
     }
@@ -741,21 +738,9 @@ fn tensor_past_4_gib_has_u64_byte_range_and_its_rows_are_read_at_those_offsets()
     );
 
     // The statistics are those of the rows at those offsets (f64 all pairs, paper.md §1).
-    let units: Vec<Vec<f64>> = (0..rows)
-        .map(|r| {
-            let row: Vec<f64> = (0..dim).map(|j| value_at(start + r * row_bytes + 4 * j) as f64).collect();
-            let norm = row.iter().map(|x| x * x).sum::<f64>().sqrt();
-            row.iter().map(|x| x / norm).collect()
-        })
-        .collect();
-    let mut cos = Vec::new();
-    for i in 0..units.len() {
-        for j in i + 1..units.len() {
-            cos.push(units[i].iter().zip(&units[j]).map(|(a, b)| a * b).sum::<f64>());
-        }
-    }
-    let mu = cos.iter().sum::<f64>() / cos.len() as f64;
-    let sigma = (cos.iter().map(|c| (c - mu) * (c - mu)).sum::<f64>() / cos.len() as f64).sqrt();
+    let values: Vec<f32> =
+        (0..rows).flat_map(|r| (0..dim).map(move |j| value_at(start + r * row_bytes + 4 * j))).collect();
+    let AllPairs { mu, sigma, .. } = AllPairs::of(&values, dim as usize);
     assert_eq!((report.rows, report.dim, report.pairs), (rows, dim, rows * (rows - 1) / 2));
     assert!(report.exact);
     assert!(

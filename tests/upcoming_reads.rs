@@ -4,23 +4,19 @@
 //! being decoded, with the same result as decoding them.
 
 use orthoscope::fixtures::recording::{Reads, Recording};
-use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::fixtures::setup::{embedding_file, locate_embedding, GENERATED};
+use orthoscope::fixtures::synth::trained_like;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::pass::shares::Share;
-use orthoscope::read::format::{read_model, DType};
-use orthoscope::read::locate::choose;
+use orthoscope::read::format::DType;
 use orthoscope::read::source::SliceSource;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin, Phase};
+use orthoscope::run::analysis::{Analysis, AnalysisConfig, Phase};
 use orthoscope::run::error::Error;
 
 /// Each read's (offset, length), in order.
 fn analysis(values: &[f32], dim: usize, dtype: DType, config: AnalysisConfig) -> (Analysis, Reads) {
-    let rows = values.len() / dim;
-    let bytes = safetensors_bytes(&[TensorSpec::matrix("model.embed_tokens.weight", dtype, rows, dim, values)]);
-    let source = SliceSource::new("generated.safetensors", bytes);
-    let model = read_model(&source, 0).expect("generated file parses");
-    let (tensor, reason) = choose(&model, None, "generated.safetensors").expect("embedding located");
-    let origin = Origin { file: "generated.safetensors".into(), tensor_reason: reason, ..Origin::default() };
+    let source = SliceSource::new(GENERATED, embedding_file(values, dim, dtype));
+    let (tensor, origin) = locate_embedding(&source).expect("embedding located");
     let recording = Recording::new(source);
     let log = recording.reads();
     (Analysis::new(Box::new(recording), tensor, origin, config).expect("analysis set up"), log)

@@ -1,6 +1,7 @@
-//! Portable kernels: plain Rust, same tiling and arithmetic order as [`super::simd`].
+//! Portable kernels: plain Rust, same tile order ([`super::tiles`]) and arithmetic order as
+//! [`super::simd`].
 
-use super::{PackedGram, COLUMN_BLOCK, LANES, PANEL_BLOCK, TILE_A};
+use super::{tiles, PackedGram, COLUMN_BLOCK, LANES, TILE_A};
 
 /// See [`super::gram_update_f32`]: one chunk of `k` rows.
 pub fn gram_update_f32(packed: &[f32], k: usize, g: &mut PackedGram) {
@@ -43,51 +44,41 @@ fn gram_update_f32_body(packed: &[f32], stride: usize, rows: usize, g: &mut Pack
         return;
     }
     let chunks = rows.div_ceil(stride);
-    let octets = d / LANES;
-    // Row octets m (panels 2m and 2m+1, which start at the same column 8m) in blocks of
-    // PANEL_BLOCK panels, times COLUMN_BLOCK column octets: that block of G stays in cache while
-    // every chunk of the batch is folded into it, one row octet at a time across the block's
-    // columns (G's rows read in address order: see COLUMN_BLOCK).
-    // Only the stored panels (a band of G, or all of it); bands start and end on whole octets.
-    let stored = g.panel_range();
-    let (first, last) = (stored.start / 2, stored.end.div_ceil(2).min(octets));
-    for m0 in (first..last).step_by(PANEL_BLOCK / 2) {
-        let m1 = (m0 + PANEL_BLOCK / 2).min(last);
-        for q0 in (m0..octets).step_by(COLUMN_BLOCK) {
-            let q1 = (q0 + COLUMN_BLOCK).min(octets);
-            for c in 0..chunks {
-                let k = stride.min(rows - c * stride);
-                let chunk = &packed[c * stride * d..];
-                let octet = |q: usize| &chunk[q * stride * LANES..q * stride * LANES + k * LANES];
-                for m in m0..m1 {
-                    let a = octet(m);
-                    for q in q0.max(m)..q1 {
-                        let b = octet(q);
-                        let mut acc = [[0.0f32; LANES]; 2 * TILE_A];
-                        for (ar, br) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
-                            for (acc_t, &s) in acc.iter_mut().zip(ar) {
-                                for (x, &bl) in acc_t.iter_mut().zip(br) {
-                                    *x += s * bl;
-                                }
-                            }
-                        }
-                        let col = (q - m) * LANES;
-                        for (half, rows4) in acc.chunks_exact(TILE_A).enumerate() {
-                            let p = 2 * m + half;
-                            let width = d - PackedGram::panel_start(p);
-                            let panel = g.panel_mut(p);
-                            for (t, acc_t) in rows4.iter().enumerate() {
-                                let out = &mut panel[t * width + col..t * width + col + LANES];
-                                for (o, &x) in out.iter_mut().zip(acc_t) {
-                                    *o += x as f64;
-                                }
-                            }
-                        }
+    // Tiles of both panels of a row octet m (panels 2m and 2m+1, which start at the same column
+    // 8m) × column octet q, in the order of `tiles` (a block of G in cache for the whole batch).
+    tiles::for_each_tile::<2, LANES, COLUMN_BLOCK>(
+        g.panel_range(),
+        d,
+        chunks,
+        #[inline(always)]
+        |tile| {
+            let (m, q) = (tile.row, tile.col);
+            let k = stride.min(rows - tile.chunk * stride);
+            let chunk = &packed[tile.chunk * stride * d..];
+            let octet = |q: usize| &chunk[q * stride * LANES..q * stride * LANES + k * LANES];
+            let (a, b) = (octet(m), octet(q));
+            let mut acc = [[0.0f32; LANES]; 2 * TILE_A];
+            for (ar, br) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
+                for (acc_t, &s) in acc.iter_mut().zip(ar) {
+                    for (x, &bl) in acc_t.iter_mut().zip(br) {
+                        *x += s * bl;
                     }
                 }
             }
-        }
-    }
+            let col = (q - m) * LANES;
+            for (half, rows4) in acc.chunks_exact(TILE_A).enumerate() {
+                let p = 2 * m + half;
+                let width = d - PackedGram::panel_start(p);
+                let panel = g.panel_mut(p);
+                for (t, acc_t) in rows4.iter().enumerate() {
+                    let out = &mut panel[t * width + col..t * width + col + LANES];
+                    for (o, &x) in out.iter_mut().zip(acc_t) {
+                        *o += x as f64;
+                    }
+                }
+            }
+        },
+    );
 }
 
 /// See [`super::gram_update`]. Tiles of 4 × 4 entries of G, each summed over the chunk in f64 in
@@ -97,39 +88,38 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
     if d == 0 || k == 0 || packed.len() < k * d {
         return;
     }
-    // Blocks of PANEL_BLOCK row panels share each column panel while it is in L1 (see PANEL_BLOCK).
-    for p0 in g.panel_range().step_by(PANEL_BLOCK) {
-        let p1 = (p0 + PANEL_BLOCK).min(g.panel_range().end);
-        for jb in PackedGram::panel_start(p0) / 4..d / 4 {
+    // Tiles of one panel p × column panel jb (4 columns), in the order of `tiles` with column
+    // blocks of one panel: a block of PANEL_BLOCK row panels shares each column panel while it is
+    // in L1 (see PANEL_BLOCK).
+    tiles::for_each_tile::<1, 4, 1>(
+        g.panel_range(),
+        d,
+        1,
+        #[inline(always)]
+        |tile| {
+            let (p, jb) = (tile.row, tile.col);
+            let c0 = PackedGram::panel_start(p);
+            let width = d - c0;
+            let a = &packed[p * k * 4..(p + 1) * k * 4];
             let b = &packed[jb * k * 4..(jb + 1) * k * 4];
-            for p in p0..p1 {
-                let c0 = PackedGram::panel_start(p);
-                if jb < c0 / 4 {
-                    continue;
-                }
-                let width = d - c0;
-                let a = &packed[p * k * 4..(p + 1) * k * 4];
-                let panel = g.panel_mut(p);
-                let col = jb * 4 - c0;
-                {
-                    let mut acc = [[0.0f64; 4]; TILE_A];
-                    for (t, acc_t) in acc.iter_mut().enumerate() {
-                        acc_t.copy_from_slice(&panel[t * width + col..t * width + col + 4]);
-                    }
-                    for (ar, br) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
-                        for (t, acc_t) in acc.iter_mut().enumerate() {
-                            for (l, x) in acc_t.iter_mut().enumerate() {
-                                *x += ar[t] * br[l];
-                            }
-                        }
-                    }
-                    for (t, acc_t) in acc.iter().enumerate() {
-                        panel[t * width + col..t * width + col + 4].copy_from_slice(acc_t);
+            let panel = g.panel_mut(p);
+            let col = jb * 4 - c0;
+            let mut acc = [[0.0f64; 4]; TILE_A];
+            for (t, acc_t) in acc.iter_mut().enumerate() {
+                acc_t.copy_from_slice(&panel[t * width + col..t * width + col + 4]);
+            }
+            for (ar, br) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+                for (t, acc_t) in acc.iter_mut().enumerate() {
+                    for (l, x) in acc_t.iter_mut().enumerate() {
+                        *x += ar[t] * br[l];
                     }
                 }
             }
-        }
-    }
+            for (t, acc_t) in acc.iter().enumerate() {
+                panel[t * width + col..t * width + col + 4].copy_from_slice(acc_t);
+            }
+        },
+    );
 }
 
 /// See [`super::dots`]. Natively (the CLI) this is the histogram sample's kernel: every share of a
