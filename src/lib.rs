@@ -32,6 +32,6 @@ pub mod ui;
 #[cfg(target_arch = "wasm32")]
 pub mod worker;
 
+pub use pass::analysis::{Analysis, AnalysisConfig};
+pub use pass::error::Error;
 pub use result::report::Report;
-pub use run::analysis::{Analysis, AnalysisConfig};
-pub use run::error::Error;

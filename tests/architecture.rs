@@ -921,7 +921,7 @@ fn the_reading_layer_never_unwraps() {
 /// The types under `src/pass/` that may derive serde, and why: the Report's fields and the
 /// requests' settings, which are messages by design. The accumulators are not: a worker sends its
 /// partial as a message of `pass::wire`, whose types are all this rule lets through besides these.
-const SERDE_AT_THE_BOUNDARY: [(&str, &str); 11] = [
+const SERDE_AT_THE_BOUNDARY: [(&str, &str); 16] = [
     ("Moments", "the Report's moments"),
     ("RowCounts", "the Report's row counts"),
     ("SampledHistogram", "the Report's histograms"),
@@ -933,6 +933,11 @@ const SERDE_AT_THE_BOUNDARY: [(&str, &str); 11] = [
     ("Precision", "a request's setting"),
     ("Split", "a request's setting"),
     ("Share", "a request's share of a split pass"),
+    ("AnalysisConfig", "a request's settings"),
+    ("Origin", "what the opened file is, in a request and the Report"),
+    ("Phase", "the stage a progress message names"),
+    ("Progress", "the progress message: a running estimate's values, no accumulator"),
+    ("SampleVerdict", "the lead's verdict its helpers start with: precision and centre"),
 ];
 
 /// The items after each `#[derive(..)]` naming `Serialize` or `Deserialize` in `src`: (offset, name).

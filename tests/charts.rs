@@ -17,10 +17,10 @@ use orthoscope::charts::{
 };
 use orthoscope::fixtures::setup::embedding_report;
 use orthoscope::fixtures::synth::{class1_like, random_init, trained_like};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::stats::SampledHistogram;
 use orthoscope::result::paper::random_init_bin_fractions;
 use orthoscope::result::report::{significant, Report};
-use orthoscope::run::analysis::AnalysisConfig;
 use plotters::prelude::{IntoDrawingArea, SVGBackend};
 
 // ---------------------------------------------------------------------------------------------

@@ -7,22 +7,23 @@ use std::rc::Rc;
 
 use orthoscope::fixtures::corpus::{corpus, CorpusCase, Expect};
 use orthoscope::fixtures::oracle::AllPairs;
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::read::format::sniff::ForeignKind;
 use orthoscope::read::format::FormatError;
 use orthoscope::read::locate::LocateError;
 use orthoscope::read::source::{ByteSource, SliceSource};
-use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::error::ReportError;
 use orthoscope::run::job::Job;
 use orthoscope::{Error, Report};
 
-type Outcome = Result<Report, Error>;
+type Outcome = Result<Report, ReportError>;
 /// Whether an outcome is the one a case must give.
 type Check = fn(&Outcome) -> bool;
 
 /// `|r| matches!(r, Err(PATTERN))` as a fn pointer.
 macro_rules! fails {
     ($p:pat) => {
-        (|r: &Outcome| matches!(r, Err($p))) as Check
+        (|r: &Outcome| matches!(r, Err(ReportError::Analysis($p)))) as Check
     };
 }
 macro_rules! format_err {
@@ -220,7 +221,12 @@ fn a_damaged_magic_under_a_gguf_or_npy_name_says_which_format_it_failed() {
     {
         let e = analyse(&[(file.to_string(), bytes)]).expect_err(file);
         assert!(
-            matches!(e, Error::Format(FormatError::GgufBadMagic { .. } | FormatError::NpyBadMagic { .. })),
+            matches!(
+                e,
+                ReportError::Analysis(Error::Format(
+                    FormatError::GgufBadMagic { .. } | FormatError::NpyBadMagic { .. }
+                ))
+            ),
             "{file}: {e:?}"
         );
     }

@@ -9,12 +9,13 @@
 use orthoscope::fixtures::oracle::{all_cosines, AllPairs};
 use orthoscope::fixtures::setup::embedding_analysis;
 use orthoscope::fixtures::synth::{class1_like, random_init, trained_like, Normal};
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig};
 use orthoscope::pass::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
 use orthoscope::pass::stats::GramMoments;
 use orthoscope::read::format::DType;
 use orthoscope::read::matrix::{normalise_row, RowFate};
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig};
+use orthoscope::run::report::ToReport;
 
 /// Absolute tolerance asked of the exact path against the f64 reference on μ, σ, ε, μ + 3σ.
 const EXACT_TOL: f64 = 1e-9;

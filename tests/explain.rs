@@ -9,11 +9,11 @@ use orthoscope::explain::centred::centred;
 use orthoscope::explain::neighbours::{nearest, NeighboursError};
 use orthoscope::fixtures::synth::{class1_like, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::fixtures::writers::gguf_model;
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::stats::{ANTIPODAL_PAIRS, TOP_PAIRS};
 use orthoscope::read::format::DType;
 use orthoscope::read::matrix::{MatrixError, Query};
 use orthoscope::read::source::{ByteSource, SliceSource};
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 
 const TENSOR: &str = "model.embed_tokens.weight";

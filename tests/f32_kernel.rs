@@ -8,12 +8,12 @@ use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::fixtures::setup::embedding_report;
 use orthoscope::fixtures::synth::{trained_like, Normal};
 use orthoscope::pass::accumulate::PairAccumulator;
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::kernel::{self, portable, PackedGram, Precision, MAX_CHUNK_ROWS};
 use orthoscope::pass::shares::PassPartial;
 use orthoscope::pass::stats::GramMoments;
 use orthoscope::read::matrix::{normalise_row, RowFate};
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::AnalysisConfig;
 
 const EPSILON_TOL: f64 = 1e-7;
 const SIGMA_REL_TOL: f64 = 1e-6;

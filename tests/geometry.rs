@@ -4,13 +4,14 @@
 //! the coordinates against μ, and participation ratio / effective rank on matrices whose spectrum
 //! is known by construction.
 
-use orthoscope::explain::geometry::{Geometry, GeometryTiming, TOP_MEAN_DIMENSIONS};
+use orthoscope::explain::geometry::{self, Geometry, GeometryTiming, TOP_MEAN_DIMENSIONS};
 use orthoscope::fixtures::oracle;
 use orthoscope::fixtures::setup::{embedding_analysis, embedding_file, report_of, GENERATED};
 use orthoscope::fixtures::synth::{class1_like, trained_like};
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig};
 use orthoscope::read::format::DType;
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig};
+use orthoscope::run::report::ToReport;
 
 fn analysis(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> Analysis {
     // The f64 Gram path: the eigenvalues are checked to 1e-9 relative, beyond the f32 kernel (whose
@@ -23,7 +24,9 @@ fn analysis(values: &[f32], rows: usize, dim: usize, config: AnalysisConfig) -> 
 fn run(values: &[f32], rows: usize, dim: usize) -> (Report, Geometry) {
     let done = analysis(values, rows, dim, AnalysisConfig::default()).run().expect("analysis runs");
     let report = done.report(0.0).expect("report");
-    let geometry = done.geometry(GeometryTiming::WithTheResult).expect("eigen step").expect("exact pass has geometry");
+    let geometry = geometry::of_analysis(&done, GeometryTiming::WithTheResult, 1)
+        .expect("eigen step")
+        .expect("exact pass has geometry");
     (report, geometry)
 }
 
@@ -181,7 +184,7 @@ fn an_early_stopped_run_has_no_geometry() {
     let done = analysis(&values, rows, dim, config).run().expect("runs");
     let report = done.report(0.0).expect("report");
     assert!(!report.exact);
-    assert_eq!(done.geometry(GeometryTiming::WithTheResult).expect("no error"), None);
+    assert_eq!(geometry::of_analysis(&done, GeometryTiming::WithTheResult, 1).expect("no error"), None);
     assert!(report.geometry.is_none());
     assert!(!serde_json::to_string(&report).expect("json").contains("\"geometry\""));
 }

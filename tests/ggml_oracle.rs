@@ -7,11 +7,11 @@ use std::process::Command;
 use std::rc::Rc;
 
 use orthoscope::fixtures::writers::{gguf_bytes, gguf_model_seeded, GgufTensor};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::format::gguf::GGML_TYPES;
 use orthoscope::read::format::{ggml, DType};
 use orthoscope::read::source::{ByteSource, SliceSource};
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");

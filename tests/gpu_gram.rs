@@ -18,6 +18,7 @@ use std::time::Instant;
 use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::fixtures::setup::{embedding_file, embedding_report, locate_embedding, GENERATED};
 use orthoscope::fixtures::synth::{trained_like, Normal};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::gpu::exact::{gpu_exact_pass, GpuPassError};
 use orthoscope::pass::gpu::gram::{GpuGram, GpuGramSums, GramOptions, GramShape};
 use orthoscope::pass::gpu::{block_on, GpuChoice, GpuContext, GpuError};
@@ -26,7 +27,6 @@ use orthoscope::read::format::DType;
 use orthoscope::read::matrix::{normalise_row, Matrix, RowFate};
 use orthoscope::read::source::SliceSource;
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::AnalysisConfig;
 
 const EPSILON_TOL: f64 = 1e-7;
 const SIGMA_REL_TOL: f64 = 1e-6;

@@ -1,4 +1,4 @@
-//! The GPU Gram pass wired into the analysis (`run::analysis`, `run::job`, `run::threads`, the CLI's
+//! The GPU Gram pass wired into the analysis (`pass::analysis`, `run::job`, `run::threads`, the CLI's
 //! `--gpu`): raw BF16/F16/F32 rows decoded by the shader, the whole pass against the CPU pass and the
 //! all-pairs f64 loop (|Δε| ≤ 1e-7, |Δσ|/σ ≤ 1e-6, docs/method.md §1), the running estimate and
 //! *Stop here*, the cases the GPU declines, a lost device, and the fallback to the CPU; sparse
@@ -17,13 +17,13 @@ use std::time::Instant;
 use half::{bf16, f16};
 use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, Normal, TensorSpec};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::gpu::gram::{GpuGram, GramOptions};
 use orthoscope::pass::gpu::{block_on, GpuChoice, GpuContext, GpuError};
 use orthoscope::read::format::decode::decode_rows;
 use orthoscope::read::format::DType;
 use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::{Job, JobOptions};
 use orthoscope::run::threads::{analyze_paths, PassRequest};
 use orthoscope::Error;

@@ -10,10 +10,11 @@ use std::process::Command;
 use std::time::Instant;
 
 use orthoscope::fixtures::recording::{bytes_read, Recording};
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::locate::choose_in_set;
 use orthoscope::read::source::{ByteSource, FileSource};
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::report::ToReport;
 use serde_json::Value;
 
 const CLI: &str = env!("CARGO_BIN_EXE_orthoscope");

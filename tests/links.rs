@@ -5,13 +5,14 @@ use std::sync::OnceLock;
 
 use orthoscope::fixtures::setup::{analysis_of, embedding_file};
 use orthoscope::fixtures::synth::trained_like;
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::read::format::DType;
 use orthoscope::read::source::SliceSource;
 use orthoscope::result::links::{
     embed_snippet, encode_uri_component, page_base, permalink_href, rerun_href, rerun_query,
 };
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::report::ToReport;
 
 const BASE: &str = "https://example.org/orthoscope/";
 

@@ -6,11 +6,11 @@
 use std::rc::Rc;
 
 use orthoscope::fixtures::synth::{self, safetensors_bytes, TensorSpec};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::{DType, ModelInfo, ShapeHints, TensorInfo};
 use orthoscope::read::locate::{choose_in_set, locate, role_by_name, LocateError, TensorRole};
 use orthoscope::read::source::{ByteSource, SliceSource};
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 use orthoscope::Error;
 

@@ -13,12 +13,14 @@ use orthoscope::explain::geometry::{self, GeometryTiming};
 use orthoscope::fixtures::corpus::corpus;
 use orthoscope::fixtures::synth::{self, safetensors_bytes, TensorSpec};
 use orthoscope::pass::accumulate::{gram_bytes, route_for, rows_bytes, PairAccumulator, Route, RowPairs};
+use orthoscope::pass::analysis::{AnalysisConfig, Phase};
 use orthoscope::pass::shares::{PassPartial, Share};
 use orthoscope::pass::stats::GramMoments;
 use orthoscope::read::matrix::{normalise_row, RowFate};
 use orthoscope::read::source::{check_range, ByteSource, ReadError, SliceSource};
-use orthoscope::run::analysis::{AnalysisConfig, Phase};
+use orthoscope::run::error::ReportError;
 use orthoscope::run::job::Job;
+use orthoscope::run::report::ToReport;
 use orthoscope::{Error, Report};
 
 /// Counts the live heap bytes allocated by *this thread* and their high-water mark.
@@ -119,7 +121,7 @@ impl ByteSource for ZeroTail {
     }
 }
 
-fn run(sources: Vec<Rc<dyn ByteSource>>) -> Result<Report, Error> {
+fn run(sources: Vec<Rc<dyn ByteSource>>) -> Result<Report, ReportError> {
     let (job, _) = Job::open(sources, None, AnalysisConfig::default())?;
     job.run()?.report_with_geometry(0.0)
 }
@@ -176,7 +178,7 @@ fn a_header_claiming_gib_wide_rows_is_refused_before_allocating() {
     let source: Rc<dyn ByteSource> = Rc::new(ZeroTail { header, len });
     let (result, peak) = peak_of(|| run(vec![source]));
     println!("header claiming 1 GiB-wide rows: peak {peak} bytes");
-    assert!(matches!(result, Err(Error::DimTooLarge { dim, .. }) if dim == wide), "{result:?}");
+    assert!(matches!(result, Err(ReportError::Analysis(Error::DimTooLarge { dim, .. })) if dim == wide), "{result:?}");
     assert!(peak < 1_000_000, "peak {peak} bytes before the refusal");
 }
 

@@ -6,13 +6,13 @@ use std::rc::Rc;
 
 use orthoscope::fixtures::mlx_writer::{self, Quantised};
 use orthoscope::fixtures::oracle::AllPairs;
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::demo::{generate, safetensors_bytes};
 use orthoscope::read::format::mlx::ScaleType;
 use orthoscope::read::format::DType;
 use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 
 fn sources(files: &[(String, Vec<u8>)]) -> Vec<Rc<dyn ByteSource>> {

@@ -12,6 +12,7 @@ use std::rc::Rc;
 use orthoscope::fixtures::recording::{bytes_read, Recording};
 use orthoscope::fixtures::synth::{trained_like, TensorSpec};
 use orthoscope::fixtures::writers::{npy_bytes, npz_bytes};
+use orthoscope::pass::analysis::{sample_block_dots, Analysis, AnalysisConfig, Origin, Phase};
 use orthoscope::pass::kernel::Precision;
 use orthoscope::pass::shares::Share;
 use orthoscope::read::format::set::read_model_set;
@@ -19,8 +20,8 @@ use orthoscope::read::format::{read_model, DType, FormatError, Layout};
 use orthoscope::read::inflate::InflatedSource;
 use orthoscope::read::layout::tensor_source;
 use orthoscope::read::source::{ByteSource, FileSource, SliceSource};
-use orthoscope::run::analysis::{sample_block_dots, Analysis, AnalysisConfig, Origin, Phase};
 use orthoscope::run::job::Job;
+use orthoscope::run::report::ToReport;
 
 /// Runs numpy's writer; the test fails if it cannot.
 fn numpy_archive(mode: &str) -> (PathBuf, serde_json::Value) {

@@ -10,11 +10,11 @@ use std::rc::Rc;
 use std::sync::OnceLock;
 
 use orthoscope::fixtures::recording::{bytes_read, Recording};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::{read_model, DType, FormatError};
 use orthoscope::read::source::{ByteSource, SliceSource};
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 use serde_json::Value;
 

@@ -7,11 +7,11 @@
 
 use orthoscope::fixtures::synth::{random_init, safetensors_bytes, TensorSpec};
 use orthoscope::fixtures::writers::{gguf_bytes, npy_bytes, torch_zip_bytes, GgufTensor, TorchWrap};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::Layout;
 use orthoscope::read::format::{read_model, DType, FormatError, ModelInfo};
 use orthoscope::read::source::{ByteSource, SliceSource};
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 use proptest::prelude::*;
 use serde_json::Value;

@@ -10,6 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use orthoscope::fixtures::setup::{analysis_of, embedding_file, run_job, EMBEDDING};
 use orthoscope::fixtures::synth::{self, class1_like, random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::stats::SampledHistogram;
 use orthoscope::read::format::DType;
 use orthoscope::read::source::SliceSource;
@@ -18,7 +19,7 @@ use orthoscope::result::permalink::{
     MAX_INFLATED_BYTES, MAX_TEXT_CHARS,
 };
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::report::ToReport;
 use proptest::prelude::*;
 
 fn analyse(file: &str, bytes: Vec<u8>, config: AnalysisConfig) -> Report {

@@ -5,15 +5,16 @@
 
 use orthoscope::pass::accumulate::PairAccumulator;
 use orthoscope::pass::kernel::Precision;
+use orthoscope::run::report::ToReport;
 use std::rc::Rc;
 
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig, Origin, SampleVerdict};
 use orthoscope::pass::shares::{PassPartial, Share};
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
 use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin, SampleVerdict};
 use orthoscope::run::job::Job;
 
 const NAME: &str = "model.embed_tokens.weight";
@@ -171,7 +172,7 @@ fn pooled_report_split(file: &[u8], config: &AnalysisConfig, of: u32, columns: b
     for i in (1..of).rev() {
         let source: Rc<dyn ByteSource> = Rc::new(SliceSource::new("m.safetensors", file.to_vec()));
         let mut helper = Job::open_share(vec![source], &opened.chosen, config.clone(), share(i).unwrap()).unwrap();
-        while helper.step().unwrap() != orthoscope::run::analysis::Phase::Done {}
+        while helper.step().unwrap() != orthoscope::pass::analysis::Phase::Done {}
         // As the page sends it: one message, the band's values apart from the rest.
         let (partial, band) = PassPartial::from_frame(&frame_bytes(helper.into_partial())).unwrap();
         job.embedding_mut().absorb_from(&partial, Some(&band.as_slice())).unwrap();
@@ -308,7 +309,7 @@ fn an_early_stop_split_over_workers_estimates_what_one_worker_estimates() {
 /// then sends its last part again without streaming its panels).
 #[test]
 fn a_split_by_columns_estimates_at_its_bands_checkpoints_what_one_pass_estimates() {
-    use orthoscope::run::analysis::Phase;
+    use orthoscope::pass::analysis::Phase;
     let (rows, dim) = (6000, 72);
     let mut mostly_zero = trained_like(rows, dim, 7);
     for (k, block) in mostly_zero.chunks_mut(16 * dim).enumerate() {
@@ -521,8 +522,8 @@ fn concentrated(rows: usize, dim: usize, seed: u64) -> Vec<u8> {
 /// f64 one.
 #[test]
 fn a_sample_paired_at_once_and_shares_given_the_leads_verdict_change_nothing() {
+    use orthoscope::pass::analysis::Phase;
     use orthoscope::pass::kernel;
-    use orthoscope::run::analysis::Phase;
     for (file, f64) in [(model(3000, 80, 21), false), (concentrated(1500, 64, 22), true)] {
         let config = AnalysisConfig::default();
         let stepped = analysis(&file, config.clone()).run().unwrap();
@@ -592,7 +593,7 @@ fn a_sample_paired_at_once_and_shares_given_the_leads_verdict_change_nothing() {
 /// sample, bit for bit: by rows and by columns, f32 (with its centre) and f64.
 #[test]
 fn a_sample_paired_by_the_lead_and_its_helpers_together_changes_nothing() {
-    use orthoscope::run::analysis::Phase;
+    use orthoscope::pass::analysis::Phase;
     for (file, f64) in [(model(3000, 80, 21), false), (concentrated(1500, 64, 22), true)] {
         let config = AnalysisConfig::default();
         for (of, columns) in [(2, false), (3, false), (5, false), (2, true)] {

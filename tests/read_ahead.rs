@@ -12,11 +12,12 @@ use std::task::{Context, Poll, Waker};
 
 use orthoscope::fixtures::setup::{embedding_file, locate_embedding};
 use orthoscope::fixtures::synth::trained_like;
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig, Phase};
 use orthoscope::pass::shares::Share;
 use orthoscope::read::ahead::{Batches, Held, Limits, ReadAhead};
 use orthoscope::read::format::DType;
 use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Phase};
+use orthoscope::run::report::ToReport;
 
 /// A file in memory read ahead like a `Blob`: fetches are counted, and so are direct reads.
 struct Ahead {

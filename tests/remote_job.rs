@@ -6,9 +6,9 @@ use std::rc::Rc;
 
 use orthoscope::fixtures::recording::Recording;
 use orthoscope::fixtures::synth::{random_init, safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::read::format::DType;
 use orthoscope::read::source::SliceSource;
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::{Job, JobOptions};
 use orthoscope::Report;
 

@@ -3,10 +3,11 @@
 
 use orthoscope::fixtures::setup::{analysis_of, embedding_file};
 use orthoscope::fixtures::synth::trained_like;
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::read::format::DType;
 use orthoscope::read::source::SliceSource;
 use orthoscope::result::report::{export_stem, histogram_csv, Report};
-use orthoscope::run::analysis::AnalysisConfig;
+use orthoscope::run::report::ToReport;
 
 fn report_of(file: &str, rows: usize, dim: usize) -> Report {
     let values = trained_like(rows, dim, 3);

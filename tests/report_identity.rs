@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use orthoscope::fixtures::setup::embedding_file;
 use orthoscope::fixtures::synth::{bert_like, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::fixtures::writers::{gguf_model, npy_bytes, npz_bytes};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::pass::shares::Split;
 use orthoscope::read::format::DType;
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::threads::{analyze_paths, PassRequest};
 use serde_json::{Map, Value};
 

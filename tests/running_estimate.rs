@@ -1,13 +1,14 @@
 //! The running estimate of a pass stopped early, on a matrix whose related rows sit next to each
 //! other (as in real vocabularies): whole 64-row blocks are read, and the within/between-block
-//! stratification must keep the estimate centred on the exact ε (`src/run/analysis/`).
+//! stratification must keep the estimate centred on the exact ε (`src/pass/analysis/`).
 
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
 use orthoscope::read::source::SliceSource;
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::report::ToReport;
 
 fn run(file: &[u8], config: AnalysisConfig) -> Report {
     let source = SliceSource::new("m.safetensors", file.to_vec());

@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::locate::TensorRole;
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::threads::{analyze_paths, PassRequest};
 use serde_json::Value;
 

@@ -10,11 +10,12 @@ use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::fixtures::recording::Recording;
 use orthoscope::fixtures::setup::analysis_of;
 use orthoscope::fixtures::synth::{self, hostile_safetensors, safetensors_bytes, safetensors_header, TensorSpec};
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::read::format::sniff::ForeignKind;
 use orthoscope::read::format::{read_model, DType, FormatError, ModelInfo, TensorInfo};
 use orthoscope::read::locate::{choose, LocateError};
 use orthoscope::read::source::{ByteSource, ReadError, SliceSource};
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::report::ToReport;
 use orthoscope::Error;
 use proptest::prelude::*;
 use safetensors::tensor::{Dtype, TensorView};
@@ -766,7 +767,7 @@ fn a_matrix_with_more_rows_than_any_vocabulary_is_refused() {
     };
     let t = orthoscope::read::format::TensorInfo { dtype: orthoscope::read::format::DType::F8E4M3, ..t };
     let src = orthoscope::read::source::SliceSource::new("x", vec![0u8; 8]);
-    let err = orthoscope::run::analysis::Analysis::new(Box::new(src), t, Default::default(), Default::default())
+    let err = orthoscope::pass::analysis::Analysis::new(Box::new(src), t, Default::default(), Default::default())
         .err()
         .expect("refused");
     assert!(matches!(err, orthoscope::Error::TooManyRows { rows, .. } if rows == 1 << 27), "{err}");

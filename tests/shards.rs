@@ -8,12 +8,13 @@
 use orthoscope::fixtures::recording::{Reads, Recording};
 use orthoscope::fixtures::synth::{self, safetensors_bytes, TensorSpec};
 use orthoscope::fixtures::writers::gguf_model;
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::read::format::set::{read_model_set, ModelSet};
 use orthoscope::read::format::sniff::ForeignKind;
 use orthoscope::read::format::{DType, FormatError};
 use orthoscope::read::locate::{choose_in_set, LocateError};
 use orthoscope::read::source::{ByteSource, SliceSource};
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
+use orthoscope::run::report::ToReport;
 use orthoscope::Report;
 
 const EMBED: &str = "model.embed_tokens.weight";

@@ -4,13 +4,14 @@
 //! phase's: the same numbers as a pass asked to stop where the random phase ends.
 
 use orthoscope::fixtures::synth::{safetensors_bytes, trained_like, TensorSpec};
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig, Origin, Phase};
 use orthoscope::pass::kernel::Precision;
 use orthoscope::pass::plan::RANDOM_PHASE_BLOCKS;
 use orthoscope::pass::shares::{PassPartial, Share};
 use orthoscope::read::format::{read_model, DType};
 use orthoscope::read::locate::choose;
 use orthoscope::read::source::SliceSource;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin, Phase};
+use orthoscope::run::report::ToReport;
 
 const NAME: &str = "model.embed_tokens.weight";
 /// 1500 blocks of 8 rows: more than the random phase's 1024, so the last 476 (3808 rows, a few

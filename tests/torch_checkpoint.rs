@@ -9,12 +9,12 @@ use std::rc::Rc;
 
 use orthoscope::fixtures::synth::{encode, safetensors_bytes, trained_like, TensorSpec};
 use orthoscope::fixtures::writers::{torch_zip_bytes, zip_bytes, TorchWrap, ZipMember};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::format::pickle::{parse, Value};
 use orthoscope::read::format::set::read_model_set;
 use orthoscope::read::format::{read_model, DType, FormatError};
 use orthoscope::read::source::{ByteSource, SliceSource};
-use orthoscope::run::analysis::AnalysisConfig;
 use orthoscope::run::job::Job;
 use orthoscope::{Error, Report};
 

@@ -6,11 +6,11 @@
 use orthoscope::fixtures::oracle::AllPairs;
 use orthoscope::fixtures::setup::run_job;
 use orthoscope::fixtures::synth::{bert_like, safetensors_bytes, Normal, TensorSpec};
+use orthoscope::pass::analysis::AnalysisConfig;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::read::format::DType;
 use orthoscope::result::permalink;
 use orthoscope::result::report::{histogram_csv, Report};
-use orthoscope::run::analysis::AnalysisConfig;
 
 const TENSOR: &str = "model.embed_tokens.weight";
 

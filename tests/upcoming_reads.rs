@@ -6,12 +6,13 @@
 use orthoscope::fixtures::recording::{Reads, Recording};
 use orthoscope::fixtures::setup::{embedding_file, locate_embedding, GENERATED};
 use orthoscope::fixtures::synth::trained_like;
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig, Phase};
+use orthoscope::pass::error::Error;
 use orthoscope::pass::kernel::Precision;
 use orthoscope::pass::shares::Share;
 use orthoscope::read::format::DType;
 use orthoscope::read::source::SliceSource;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Phase};
-use orthoscope::run::error::Error;
+use orthoscope::run::report::ToReport;
 
 /// Each read's (offset, length), in order.
 fn analysis(values: &[f32], dim: usize, dtype: DType, config: AnalysisConfig) -> (Analysis, Reads) {

@@ -6,13 +6,13 @@
 #![cfg(target_arch = "wasm32")]
 
 use orthoscope::fixtures::synth;
+use orthoscope::pass::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::pass::kernel::{self, bench, portable, simd, PackedGram, Precision};
 use orthoscope::read::ahead::Batches;
 use orthoscope::read::format::read_model;
 use orthoscope::read::locate::choose;
 use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::result::report::Report;
-use orthoscope::run::analysis::{Analysis, AnalysisConfig, Origin};
 use orthoscope::worker::blob_source::BlobSource;
 use wasm_bindgen_test::*;
 
@@ -276,7 +276,7 @@ async fn analysis_read_ahead_through_a_blob_equals_analysis_in_memory() {
     let blob = std::rc::Rc::new(BlobSource::new("f".into(), blob_of(&file)).expect("blob"));
     let mut a = open(Box::new(blob.clone()));
     // As the worker does: before a step, what it reads next is read ahead in batches of 7 ranges.
-    while a.phase() != orthoscope::run::analysis::Phase::Done {
+    while a.phase() != orthoscope::pass::analysis::Phase::Done {
         let next = a.upcoming_reads(1);
         if let Some(&(offset, len)) = next.first() {
             if !blob.holds(offset, len) {

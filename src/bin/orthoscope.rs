@@ -17,6 +17,7 @@ mod cli {
 
     use clap::{Parser, Subcommand};
     use orthoscope::explain::neighbours::nearest;
+    use orthoscope::pass::analysis::AnalysisConfig;
     use orthoscope::pass::gpu::GpuChoice;
     use orthoscope::pass::plan::DEFAULT_SEED;
     use orthoscope::read::demo;
@@ -25,7 +26,6 @@ mod cli {
     use orthoscope::read::matrix::Query;
     use orthoscope::read::source::ByteSource;
     use orthoscope::result::text;
-    use orthoscope::run::analysis::AnalysisConfig;
     use orthoscope::run::job::Job;
     use orthoscope::run::threads::{
         analyze_each, analyze_paths, each_model, open_paths, PassRequest, Split, ThreadsError,

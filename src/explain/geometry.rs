@@ -21,11 +21,12 @@ use thiserror::Error;
 
 use super::lanczos::{self, EntryOp, LanczosOptions, PackedOp, RowsOp, SymOp};
 use crate::pass::accumulate::{dot, PairAccumulator, RowPairs};
+use crate::pass::analysis::{Analysis, Phase};
 
 /// Coordinates listed in [`Geometry::top_mean_dimensions`].
 pub const TOP_MEAN_DIMENSIONS: usize = 8;
 
-/// Largest d that gets a geometry: every width the pass accepts (`run::analysis::MAX_DIM`). Beyond
+/// Largest d that gets a geometry: every width the pass accepts (`pass::analysis::MAX_DIM`). Beyond
 /// [`FULL_SPECTRUM_MAX_DIM`] nothing d×d is allocated besides the pass's own triangle.
 pub const MAX_GEOMETRY_DIM: usize = 16384;
 
@@ -530,6 +531,22 @@ fn solver_parallelism(threads: usize) -> faer::Par {
 /// browser crate. Without a clock the eigen step's time reads 0.
 fn now_ms() -> f64 {
     crate::pass::kernel::bench::now_ms().unwrap_or(0.0)
+}
+
+/// The spectrum of G/V and the coordinates that carry μ of an analysis, for `Report::geometry`:
+/// `Ok(None)` unless its pass visited every row (the G of a prefix is an estimate) and is done, and
+/// d is at most [`MAX_GEOMETRY_DIM`] (every width the pass takes; past 4096 the leading eigenvalues
+/// by Lanczos). Takes seconds at d = 4096, so a Report is made without it and the caller may show
+/// the result first. On up to `threads` threads ([`of_pass_on`]; natively only).
+pub fn of_analysis(
+    analysis: &Analysis,
+    timing: GeometryTiming,
+    threads: usize,
+) -> Result<Option<Geometry>, GeometryError> {
+    if !geometry_expected(analysis.is_exact(), analysis.dim() as u64) || analysis.phase() != Phase::Done {
+        return Ok(None);
+    }
+    of_pass_on(analysis.accumulator(), analysis.dim(), timing, threads).map(Some)
 }
 
 /// The spectrum of G/V and the coordinates that carry μ, from a finished pass's accumulator

@@ -12,14 +12,20 @@
 //!   stopped), each owning its data, and the snapshot of a running estimate.
 //! - [`set_aside`]: rows set aside as never trained: their sample pairs apart, and the exact
 //!   moments of the rest from the pass's own s and G.
+//! - [`analysis`]: one analysis of one tensor: the core (accumulators, running estimate, stage)
+//!   and a driver per way of running it (the sample, the CPU step, the GPU step, the lead of a
+//!   split by columns), a bounded amount of work per step; [`error`] what it can end in.
 //! - [`estimate`]: ε, its uncertainty, the four capacity bounds and the class (docs/method.md §2–3).
 //! - [`gpu`]: the exact pass's Gram sums on a GPU through wgpu (WGSL kernel; the wgpu parts behind
 //!   the default cargo feature `gpu`, the request and report types always).
 //!
-//! It reads rows only through [`crate::read`] and knows nothing of reports or views.
+//! It reads rows only through [`crate::read`] and knows nothing of reports or views: the run layer
+//! makes a finished pass's `analysis::Summary` a Report.
 
 pub mod accumulate;
+pub mod analysis;
 pub mod bands;
+pub mod error;
 pub mod estimate;
 pub mod gpu;
 pub mod kernel;

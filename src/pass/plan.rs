@@ -15,7 +15,7 @@
 //! phase*, which the running estimate and *Stop here* use) and then **sweeps** the rest in file
 //! order ([`Plan::sweep_tail`]), each share's part one contiguous run of blocks. So does a wider
 //! whole pass whose histogram sample shows that most of its blocks hold no row to add (zero rows:
-//! `run::analysis::Analysis::read_bound`), where reading is all there is, and, after a shorter
+//! `pass::analysis::Analysis::read_bound`), where reading is all there is, and, after a shorter
 //! random phase ([`DEFLATED_RANDOM_PHASE_BLOCKS`]), a deflated member whose blocks are shorter than
 //! its checkpoints' spacing, whose scattered blocks each inflate more than themselves.
 

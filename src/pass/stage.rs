@@ -1,6 +1,6 @@
 //! The stages of one analysis's pass, each owning the data only it needs, so that a state that
 //! cannot happen (a GPU pass during the sample, a stopped estimate that steps on, a random phase
-//! kept twice) cannot be written down. The driver that steps through them is `run::analysis`;
+//! kept twice) cannot be written down. The driver that steps through them is `pass::analysis`;
 //! the accumulators common to every stage (s and G, the within-block stratum, the blocks seen)
 //! stay with it.
 //!

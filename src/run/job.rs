@@ -10,8 +10,12 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::explain::geometry::GeometryTiming;
+use crate::explain::geometry::{self, GeometryTiming};
 use crate::pass::accumulate::rows_within;
+use crate::pass::analysis::{
+    planned_accumulator_bytes, Analysis, AnalysisConfig, Origin, Phase, Progress, SampleVerdict,
+};
+use crate::pass::error::Error;
 use crate::pass::gpu::GpuContext;
 use crate::pass::kernel::MAX_CHUNK_ROWS;
 use crate::pass::shares::Share;
@@ -25,10 +29,8 @@ use crate::read::matrix::Matrix;
 use crate::read::source::ByteSource;
 use crate::read::untrained::{SetAside, UntrainedRule};
 use crate::result::report::{DictionaryReport, Report, UnembeddingReport};
-use crate::run::analysis::{
-    planned_accumulator_bytes, Analysis, AnalysisConfig, Origin, Phase, Progress, SampleVerdict,
-};
-use crate::run::error::Error;
+use crate::run::error::ReportError;
+use crate::run::report::ToReport;
 use crate::run::trained::{suspected_rows, trained_report};
 
 /// Rows sampled from the unembedding.
@@ -485,14 +487,14 @@ impl Job {
     }
 
     /// [`Job::report`] with the geometry filled in: for callers that can wait for the eigen step.
-    pub fn report_with_geometry(&self, timing_ms: f64) -> Result<Report, Error> {
+    pub fn report_with_geometry(&self, timing_ms: f64) -> Result<Report, ReportError> {
         self.report_with_geometry_on(timing_ms, 1)
     }
 
     /// [`Job::report_with_geometry`] with the eigen step on up to `threads` threads (natively).
-    pub fn report_with_geometry_on(&self, timing_ms: f64, threads: usize) -> Result<Report, Error> {
+    pub fn report_with_geometry_on(&self, timing_ms: f64, threads: usize) -> Result<Report, ReportError> {
         let mut report = self.report(timing_ms)?;
-        report.geometry = self.embedding.geometry_on(GeometryTiming::WithTheResult, threads)?;
+        report.geometry = geometry::of_analysis(&self.embedding, GeometryTiming::WithTheResult, threads)?;
         Ok(report)
     }
 

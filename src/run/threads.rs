@@ -13,15 +13,17 @@ use std::time::Instant;
 use thiserror::Error;
 
 use crate::explain::centred::{centred, CentredError};
+use crate::explain::geometry::GeometryError;
 use crate::pass::accumulate::Route;
+use crate::pass::analysis::{sample_block_dots, AnalysisConfig};
+use crate::pass::error::Error;
 use crate::pass::gpu::GpuChoice;
 pub use crate::pass::shares::Split;
 use crate::pass::shares::{choose_split, Share};
 use crate::read::dictionary::dictionaries_in_folder;
 use crate::read::source::{ByteSource, FileSource, ReadError};
 use crate::result::report::Report;
-use crate::run::analysis::{sample_block_dots, AnalysisConfig};
-use crate::run::error::Error;
+use crate::run::error::ReportError;
 use crate::run::job::Job;
 
 /// Why a native pass did not give a Report.
@@ -42,12 +44,24 @@ pub enum ThreadsError {
     /// The analysis itself failed (the message names the file, tensor and offset).
     #[error(transparent)]
     Analysis(#[from] Error),
+    /// The spectrum of G/V could not be computed.
+    #[error(transparent)]
+    Geometry(#[from] GeometryError),
     /// The centred pass failed.
     #[error(transparent)]
     Centred(#[from] CentredError),
     /// One model of several (`analyze --each`) gave no Report.
     #[error("{path}: {source}")]
     Each { path: String, source: Box<ThreadsError> },
+}
+
+impl From<ReportError> for ThreadsError {
+    fn from(e: ReportError) -> Self {
+        match e {
+            ReportError::Analysis(e) => ThreadsError::Analysis(e),
+            ReportError::Geometry(e) => ThreadsError::Geometry(e),
+        }
+    }
 }
 
 impl From<ReadError> for ThreadsError {
@@ -156,7 +170,7 @@ pub fn analyze_each(paths: &[PathBuf], request: &PassRequest) -> Result<Vec<Repo
         .collect()
 }
 
-/// The pass on one thread with the GPU driving the Gram sums ([`crate::run::analysis::Analysis`]
+/// The pass on one thread with the GPU driving the Gram sums ([`crate::pass::analysis::Analysis`]
 /// declines it where the CPU must run the pass, and the Report then says why).
 #[cfg(feature = "gpu")]
 fn on_gpu(files: &[PathBuf], request: &PassRequest, started: Instant) -> Result<Report, ThreadsError> {

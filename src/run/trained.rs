@@ -6,14 +6,14 @@
 use std::cell::RefCell;
 
 use crate::explain::suspected;
+use crate::pass::analysis::Analysis;
+use crate::pass::error::Error;
 use crate::pass::kernel;
 use crate::pass::set_aside::{moments_without, UnitRows};
 use crate::pass::stats::TopPair;
 use crate::read::matrix::Matrix;
 use crate::read::untrained::{RowRanges, SetAside, UntrainedRule};
 use crate::result::trained::{choices, default_rules, Measured, RuleRows, TrainedReport, Without};
-use crate::run::analysis::Analysis;
-use crate::run::error::Error;
 
 /// The unit rows of a matrix, read again for the removal (`pass::set_aside::UnitRows`).
 pub struct MatrixRows<'a> {

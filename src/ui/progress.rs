@@ -4,8 +4,8 @@
 use leptos::prelude::*;
 
 use super::controller::{self, now_ms, State, Status};
+use crate::pass::analysis::Phase;
 use crate::result::report::{group_digits, human_bytes, significant};
-use crate::run::analysis::Phase;
 
 fn duration(ms: f64) -> String {
     let s = (ms / 1000.0).max(0.0);

@@ -32,9 +32,9 @@ use web_sys::File;
 
 use super::client::WorkerClient;
 use super::protocol::{CrashKind, Envelope, Request, Response, RunSettings, SourceSpec};
+use crate::pass::analysis::{Progress, SampleVerdict};
 use crate::pass::gpu::GpuChoice;
 use crate::pass::shares::{Share, MAX_WORKERS};
-use crate::run::analysis::{Progress, SampleVerdict};
 
 /// How many workers a page starts: `?workers=N`, else the number of logical cores, capped.
 pub fn pool_size(requested: Option<u32>) -> u32 {

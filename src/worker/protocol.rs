@@ -10,9 +10,9 @@ use crate::pass::gpu::GpuChoice;
 use crate::pass::kernel::Precision;
 use crate::read::matrix::Query;
 
+use crate::pass::analysis::{AnalysisConfig, Progress, SampleVerdict};
 use crate::pass::shares::{Share, Split};
 use crate::result::report::Report;
-use crate::run::analysis::{AnalysisConfig, Progress, SampleVerdict};
 use crate::run::job::Opened;
 
 /// What to read.

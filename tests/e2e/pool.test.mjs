@@ -274,7 +274,7 @@ function paddedVocabulary(rows, dim, real) {
 
 test("a wide matrix of mostly zero rows is read by one worker in file order though two are there, and gives the CLI's exact ε", async () => {
   // 1250 blocks of 64 rows of d = 1280, all but the first 16 zero: the sample shows a pass bound
-  // by its reads (src/run/analysis/, read_bound), too wide for two shares to sweep, so the lead
+  // by its reads (src/pass/analysis/, read_bound), too wide for two shares to sweep, so the lead
   // reads it alone, its tail in file order, rather than split it by rows.
   const path = paddedVocabulary(80000, 1280, 1000);
   const want = cliReport(path, "--threads", "2");

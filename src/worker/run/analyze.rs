@@ -14,12 +14,12 @@ use super::{
     read_partial, stop_early_asked, take_band_parts, take_partial, take_sample_dots, take_verdict,
 };
 use crate::explain::centred::CentredPass;
-use crate::explain::geometry::{GeometryTiming, WITH_RESULT_MAX_DIM};
+use crate::explain::geometry::{of_analysis, GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::pass::accumulate::Route;
+use crate::pass::analysis::{Phase, Progress};
 use crate::pass::gpu::{GpuChoice, GpuContext};
 use crate::pass::shares::{choose_split, Share, Split, WORKER_MEMORY_LIMIT};
 use crate::read::locate::LocateError;
-use crate::run::analysis::{Phase, Progress};
 use crate::run::job::{Job, JobOptions, Opened};
 use crate::worker::protocol::{Response, RunSettings, SourceSpec};
 use crate::Error;
@@ -324,7 +324,7 @@ pub(super) async fn analyze(
     // yield. A run started meanwhile cancels this one, and the page replaces a worker that does not
     // acknowledge (`client.rs`).
     if report.dim <= WITH_RESULT_MAX_DIM {
-        let geometry = job.embedding().geometry(GeometryTiming::WithTheResult);
+        let geometry = of_analysis(job.embedding(), GeometryTiming::WithTheResult, 1);
         if let Ok(g) = &geometry {
             report.geometry = g.clone();
         }
@@ -337,7 +337,7 @@ pub(super) async fn analyze(
     post(run, Response::Done(Box::new(report)));
     yield_task().await;
     if !pacer.superseded() {
-        match job.embedding().geometry(GeometryTiming::AfterTheResult) {
+        match of_analysis(job.embedding(), GeometryTiming::AfterTheResult, 1) {
             Ok(Some(geometry)) => post(run, Response::Geometry(geometry)),
             Ok(None) => {}
             Err(e) => post(run, Response::GeometryFailed { message: e.to_string() }),

@@ -19,12 +19,12 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use super::protocol::{Envelope, Request, Response};
 use crate::explain::neighbours::nearest;
+use crate::pass::analysis::SampleVerdict;
 use crate::pass::gpu::{GpuChoice, GpuContext};
 use crate::pass::kernel::{self, BandValues};
 use crate::pass::shares::{PassError, PassPartial};
 use crate::pass::wire::Frame;
 use crate::read::matrix::Matrix;
-use crate::run::analysis::SampleVerdict;
 
 use analyze::{analyze, run_centred, run_share, Stop, Task};
 use sources::attached_files;

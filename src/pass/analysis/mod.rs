@@ -27,9 +27,9 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::explain::geometry::{self, geometry_expected, Geometry, GeometryError, GeometryTiming};
 use crate::pass::accumulate::{PairAccumulator, Route};
 use crate::pass::bands::{is_checkpoint, BandTally};
+use crate::pass::error::Error;
 use crate::pass::estimate::{self, WithinBlock};
 #[cfg(feature = "gpu")]
 use crate::pass::gpu::{
@@ -54,8 +54,6 @@ use crate::read::locate::{LocateError, TensorRole};
 use crate::read::matrix::{normalise_row, RowFate};
 use crate::read::source::ByteSource;
 use crate::read::untrained::SetAside;
-use crate::result::report::{PassOutcome, Report};
-use crate::run::error::Error;
 
 /// Largest d_model accepted: the f64 Gram triangle is d²/2·8 bytes (537 MB at 16384).
 pub const MAX_DIM: u64 = 16384;
@@ -170,6 +168,38 @@ pub struct Origin {
     pub tensor_reason: String,
     /// What the tensor is: the paper's ε is that of the input embedding only.
     pub tensor_role: TensorRole,
+}
+
+/// What a pass has found so far ([`Analysis::summary`]): the pass layer's facts, from which the run
+/// layer builds the Report (`run::report`), so that this layer knows nothing of reports.
+#[derive(Debug)]
+pub struct Summary<'a> {
+    pub origin: &'a Origin,
+    pub tensor: &'a TensorInfo,
+    /// V and d as stored.
+    pub rows: u64,
+    pub dim: usize,
+    /// The rows the moments cover (at a stop, those of the estimate stopped at).
+    pub counts: RowCounts,
+    /// Exact over all pairs, or the running estimate (`estimate::stratified_moments`).
+    pub moments: Moments,
+    /// The standard error of ε while an estimate.
+    pub epsilon_se: Option<f64>,
+    pub exact: bool,
+    pub seed: u64,
+    /// The histogram's sample of pairs, once taken.
+    pub sample: Option<&'a PairSample>,
+    /// The kernel that ran, its precision last ("wgsl gram (vulkan) f32", "simd128 f64").
+    pub kernel: String,
+    /// The shares the pass was split into (1 on a GPU).
+    pub workers: u32,
+    pub precision: Precision,
+    pub precision_reason: &'a str,
+    pub gram_gflops: Option<f64>,
+    pub accumulator_bytes: u64,
+    /// The GPU that ran the pass, or why it did not.
+    pub gpu: Option<&'a GpuInfo>,
+    pub gpu_fallback: Option<&'a str>,
 }
 
 pub struct Analysis {
@@ -508,10 +538,11 @@ impl Analysis {
         self.blocks_seen >= self.plan.blocks.len() as u64
     }
 
-    /// The report for what has been computed so far: exact once every row was visited, else an
-    /// estimate with its interval. Fails when fewer than two usable rows were seen.
-    /// A GPU pass must have been read back first ([`Analysis::finish_gpu`]).
-    pub fn report(&self, timing_ms: f64) -> Result<Report, Error> {
+    /// What the pass has found so far, for the Report the run layer builds (`run::report`):
+    /// exact once every row was visited, else an estimate with its standard error. Fails when
+    /// fewer than two usable rows were seen. A GPU pass must have been read back first
+    /// ([`Analysis::finish_gpu`]).
+    pub fn summary(&self) -> Result<Summary<'_>, Error> {
         #[cfg(feature = "gpu")]
         if self.on_gpu() {
             return Err(GpuError::NotFinished.into());
@@ -528,57 +559,33 @@ impl Analysis {
             zero: counts.dropped_zero,
             nonfinite: counts.dropped_nonfinite,
         };
-        let (moments, _, se) = self.running().ok_or_else(too_few)?;
-        let empty = PairSample::new(Vec::new());
+        let (moments, _, epsilon_se) = self.running().ok_or_else(too_few)?;
         let precision = self.precision();
         let (kernel, workers) = match &self.gpu_ran {
             // The precision last, as every kernel name has it (a permalink reads it from there).
             Some(gpu) => (format!("wgsl gram ({}) f32", gpu.backend), 1),
             None => (format!("{} {}", kernel::kernel_name(precision), precision.name()), self.share.of.max(1)),
         };
-        let mut report = Report::from_pass(PassOutcome {
-            file: &self.origin.file,
-            format: &self.origin.format,
-            tensor: &self.tensor.name,
-            tensor_reason: &self.origin.tensor_reason,
-            tensor_role: self.origin.tensor_role,
-            dtype: self.tensor.dtype.name(),
+        Ok(Summary {
+            origin: &self.origin,
+            tensor: &self.tensor,
             rows: self.rows,
-            dim: self.dim as u64,
+            dim: self.dim,
             counts,
             moments,
-            epsilon_se: se,
+            epsilon_se,
             exact: self.is_exact(),
             seed: self.config.seed,
-            sample: self.pair_sample.as_ref().unwrap_or(&empty),
-            timing_ms,
-            workers,
+            sample: self.pair_sample.as_ref(),
             kernel,
-            precision: precision.name(),
+            workers,
+            precision,
             precision_reason: &self.precision_reason,
             gram_gflops: self.gram.kernel_gflops(),
             accumulator_bytes: self.gram.bytes() as u64,
-        });
-        report.gpu = self.gpu_ran.clone();
-        report.gpu_fallback = self.gpu_declined.clone();
-        Ok(report)
-    }
-
-    /// The spectrum of G/V and the coordinates that carry μ, for [`Report::geometry`]: `Ok(None)`
-    /// unless the pass visited every row (the G of a prefix is an estimate) and d is at most
-    /// [`crate::explain::geometry::MAX_GEOMETRY_DIM`] (every width the pass takes; past 4096 the leading
-    /// eigenvalues by Lanczos). Takes seconds at d = 4096, so [`Analysis::report`] leaves it to the
-    /// caller, which may show the result first.
-    pub fn geometry(&self, timing: GeometryTiming) -> Result<Option<Geometry>, GeometryError> {
-        self.geometry_on(timing, 1)
-    }
-
-    /// [`Analysis::geometry`] on up to `threads` threads ([`geometry::of_pass_on`]; natively only).
-    pub fn geometry_on(&self, timing: GeometryTiming, threads: usize) -> Result<Option<Geometry>, GeometryError> {
-        if !geometry_expected(self.is_exact(), self.dim as u64) || self.phase() != Phase::Done {
-            return Ok(None);
-        }
-        geometry::of_pass_on(&self.gram, self.dim, timing, threads).map(Some)
+            gpu: self.gpu_ran.as_ref(),
+            gpu_fallback: self.gpu_declined.as_deref(),
+        })
     }
 
     /// Whether the pass sums a Gram matrix (which a split by columns can share out) or, for few
