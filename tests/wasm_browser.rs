@@ -13,6 +13,7 @@ use orthoscope::read::format::read_model;
 use orthoscope::read::locate::choose;
 use orthoscope::read::source::{ByteSource, SliceSource};
 use orthoscope::result::report::Report;
+use orthoscope::run::report::ToReport;
 use orthoscope::worker::blob_source::BlobSource;
 use wasm_bindgen_test::*;
 

@@ -31,7 +31,7 @@ mod precision;
 pub mod relaxed;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub mod simd;
-mod tiles;
+pub(crate) mod tiles;
 
 pub use packed::{BandValues, PackedGram};
 pub use precision::{f32_suffices, Precision, F32_MAX_CONCENTRATION, F32_MIN_SIGMA};

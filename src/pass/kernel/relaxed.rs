@@ -11,7 +11,7 @@
 use core::arch::wasm32::*;
 
 use super::simd::gram_update_f32_kernel;
-use super::{PackedGram, COLUMN_BLOCK, LANES, PANEL_BLOCK, TILE_A};
+use super::{PackedGram, COLUMN_BLOCK, LANES, TILE_A};
 
 gram_update_f32_kernel!(
     /// See [`super::gram_update_f32_chunks`].

@@ -1,5 +1,5 @@
-//! Explicit wasm simd128 kernels (f32x4 and f64x2 Gram, f32x4 dots). Same tiling and summation
-//! order as [`super::portable`].
+//! Explicit wasm simd128 kernels (f32x4 and f64x2 Gram, f32x4 dots). Same tiling (`tiles::tile_loops!`)
+//! and summation order as [`super::portable`].
 //!
 //! Written with intrinsics because LLVM leaves these loops mostly scalar on wasm32 (5–15 GFLOP/s
 //! against 31–34 for explicit f32x4, ARCHITECTURE.md, "Facts the code relies on"). Bounds are checked once per call, before
@@ -7,15 +7,14 @@
 
 use core::arch::wasm32::*;
 
-use super::{PackedGram, COLUMN_BLOCK, LANES, PANEL_BLOCK, TILE_A};
+use super::{PackedGram, COLUMN_BLOCK, LANES, TILE_A};
 
 /// The f32 Gram update's body, shared by the plain kernel below and `super::relaxed`, which differ
 /// only in the multiply-add (`$madd(a, b, acc)` = a·b + acc). A 4×8 tile of G lives in eight f32x4
 /// registers for a whole chunk (plus two for the column octet and one broadcast: 11 of the 16
 /// vector registers V8 uses on x64); then each register is widened to two f64x2 and added to G.
-/// The tiles are visited block of G by block of G ([`super::PANEL_BLOCK`] panels ×
-/// [`super::COLUMN_BLOCK`] octets), every chunk of the batch in turn, so the folds hit cache;
-/// inside a block each panel walks its rows of G octet after octet (see [`super::COLUMN_BLOCK`]).
+/// The tiles are visited in `tiles::tile_loops!`'s order (a block of G in cache for the whole
+/// batch), each chunk's rows and each panel's slice of G taken once outside the tile loop.
 macro_rules! gram_update_f32_kernel {
     ($(#[$attr:meta])* $name:ident, $madd:path) => {
         $(#[$attr])*
@@ -26,65 +25,56 @@ macro_rules! gram_update_f32_kernel {
             }
             assert!(packed.len() >= super::chunks_len(stride, rows, d) && d.is_multiple_of(LANES));
             let chunks = rows.div_ceil(stride);
-            for p0 in g.panel_range().step_by(PANEL_BLOCK) {
-                let p1 = (p0 + PANEL_BLOCK).min(g.panel_range().end);
-                let first = PackedGram::panel_start(p0) / LANES;
-                for q0 in (first..d / LANES).step_by(COLUMN_BLOCK) {
-                    let q1 = (q0 + COLUMN_BLOCK).min(d / LANES);
-                    for c in 0..chunks {
-                        let k = stride.min(rows - c * stride);
-                        let base = c * stride * d;
-                        for p in p0..p1 {
-                            let c0 = PackedGram::panel_start(p);
-                            let width = d - c0;
-                            let oa = p * TILE_A / LANES;
-                            let a = &packed[base + oa * stride * LANES..base + oa * stride * LANES + k * LANES];
-                            let half = p * TILE_A % LANES;
-                            let panel = g.panel_mut(p);
-                            assert!(panel.len() == TILE_A * width);
-                            let out = panel.as_mut_ptr();
-                            for q in q0.max(c0 / LANES)..q1 {
-                                let b = &packed[base + q * stride * LANES..base + q * stride * LANES + k * LANES];
-                                let col = q * LANES - c0;
-                                assert!(col + LANES <= width);
-                                // SAFETY: a and b are k*8 long, r < k and half + 3 < 8, so every load
-                                // is inside them; the tile's stores t*width + col + 7 < 4*width
-                                // (asserted).
-                                unsafe {
-                                    let mut acc = [f32x4_splat(0.0); 8];
-                                    let (pa, pb) = (a.as_ptr().add(half), b.as_ptr());
-                                    for r in 0..k {
-                                        let ar = pa.add(r * LANES);
-                                        let br = pb.add(r * LANES);
-                                        let vb0 = v128_load(br as *const v128);
-                                        let vb1 = v128_load(br.add(4) as *const v128);
-                                        let s0 = v128_load32_splat(ar as *const u32);
-                                        let s1 = v128_load32_splat(ar.add(1) as *const u32);
-                                        let s2 = v128_load32_splat(ar.add(2) as *const u32);
-                                        let s3 = v128_load32_splat(ar.add(3) as *const u32);
-                                        acc[0] = $madd(s0, vb0, acc[0]);
-                                        acc[1] = $madd(s0, vb1, acc[1]);
-                                        acc[2] = $madd(s1, vb0, acc[2]);
-                                        acc[3] = $madd(s1, vb1, acc[3]);
-                                        acc[4] = $madd(s2, vb0, acc[4]);
-                                        acc[5] = $madd(s2, vb1, acc[5]);
-                                        acc[6] = $madd(s3, vb0, acc[6]);
-                                        acc[7] = $madd(s3, vb1, acc[7]);
-                                    }
-                                    for (i, &v) in acc.iter().enumerate() {
-                                        let at = out.add((i / 2) * width + col + (i % 2) * 4);
-                                        let lo = f64x2_promote_low_f32x4(v);
-                                        let hi = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(v, v));
-                                        v128_store(at as *mut v128, f64x2_add(v128_load(at as *const v128), lo));
-                                        let at = at.add(2);
-                                        v128_store(at as *mut v128, f64x2_add(v128_load(at as *const v128), hi));
-                                    }
-                                }
-                            }
-                        }
+            crate::pass::kernel::tiles::tile_loops!(1, LANES, COLUMN_BLOCK; g.panel_range(), d, chunks;
+            |c| {
+                let k = stride.min(rows - c * stride);
+                let base = c * stride * d;
+            } |p| {
+                let c0 = PackedGram::panel_start(p);
+                let width = d - c0;
+                let oa = p * TILE_A / LANES;
+                let a = &packed[base + oa * stride * LANES..base + oa * stride * LANES + k * LANES];
+                let half = p * TILE_A % LANES;
+                let panel = g.panel_mut(p);
+                assert!(panel.len() == TILE_A * width);
+                let out = panel.as_mut_ptr();
+            } |q| {
+                let b = &packed[base + q * stride * LANES..base + q * stride * LANES + k * LANES];
+                let col = q * LANES - c0;
+                assert!(col + LANES <= width);
+                // SAFETY: a and b are k*8 long, r < k and half + 3 < 8, so every load is inside
+                // them; the tile's stores t*width + col + 7 < 4*width (asserted).
+                unsafe {
+                    let mut acc = [f32x4_splat(0.0); 8];
+                    let (pa, pb) = (a.as_ptr().add(half), b.as_ptr());
+                    for r in 0..k {
+                        let ar = pa.add(r * LANES);
+                        let br = pb.add(r * LANES);
+                        let vb0 = v128_load(br as *const v128);
+                        let vb1 = v128_load(br.add(4) as *const v128);
+                        let s0 = v128_load32_splat(ar as *const u32);
+                        let s1 = v128_load32_splat(ar.add(1) as *const u32);
+                        let s2 = v128_load32_splat(ar.add(2) as *const u32);
+                        let s3 = v128_load32_splat(ar.add(3) as *const u32);
+                        acc[0] = $madd(s0, vb0, acc[0]);
+                        acc[1] = $madd(s0, vb1, acc[1]);
+                        acc[2] = $madd(s1, vb0, acc[2]);
+                        acc[3] = $madd(s1, vb1, acc[3]);
+                        acc[4] = $madd(s2, vb0, acc[4]);
+                        acc[5] = $madd(s2, vb1, acc[5]);
+                        acc[6] = $madd(s3, vb0, acc[6]);
+                        acc[7] = $madd(s3, vb1, acc[7]);
+                    }
+                    for (i, &v) in acc.iter().enumerate() {
+                        let at = out.add((i / 2) * width + col + (i % 2) * 4);
+                        let lo = f64x2_promote_low_f32x4(v);
+                        let hi = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(v, v));
+                        v128_store(at as *mut v128, f64x2_add(v128_load(at as *const v128), lo));
+                        let at = at.add(2);
+                        v128_store(at as *mut v128, f64x2_add(v128_load(at as *const v128), hi));
                     }
                 }
-            }
+            });
         }
     };
 }
@@ -117,62 +107,55 @@ pub fn gram_update(packed: &[f64], k: usize, g: &mut PackedGram) {
         return;
     }
     assert!(packed.len() >= k * d && d.is_multiple_of(4));
-    // Blocks of PANEL_BLOCK row panels share each column panel while it is in L1 (see PANEL_BLOCK).
-    for p0 in g.panel_range().step_by(PANEL_BLOCK) {
-        let p1 = (p0 + PANEL_BLOCK).min(g.panel_range().end);
-        for jb in PackedGram::panel_start(p0) / 4..d / 4 {
-            let b = &packed[jb * k * 4..(jb + 1) * k * 4];
-            for p in p0..p1 {
-                let c0 = PackedGram::panel_start(p);
-                if jb < c0 / 4 {
-                    continue;
-                }
-                let width = d - c0;
-                let a = &packed[p * k * 4..(p + 1) * k * 4];
-                let panel = g.panel_mut(p);
-                assert!(panel.len() == TILE_A * width && width.is_multiple_of(4));
-                let out = panel.as_mut_ptr();
-                {
-                    let col = jb * 4 - c0;
-                    // SAFETY: a and b are k*4 long and r < k; panel offsets t*width + col + 3 < 4*width
-                    // because col + 4 <= width (asserted lengths above).
-                    unsafe {
-                        let tile = |t: usize| out.add(t * width + col);
-                        let mut acc = [f64x2_splat(0.0); 8];
-                        for t in 0..TILE_A {
-                            acc[2 * t] = v128_load(tile(t) as *const v128);
-                            acc[2 * t + 1] = v128_load(tile(t).add(2) as *const v128);
-                        }
-                        let (pa, pb) = (a.as_ptr(), b.as_ptr());
-                        let mut r = 0;
-                        while r < k {
-                            let ar = pa.add(r * 4);
-                            let br = pb.add(r * 4);
-                            let vb0 = v128_load(br as *const v128);
-                            let vb1 = v128_load(br.add(2) as *const v128);
-                            let s0 = v128_load64_splat(ar as *const u64);
-                            let s1 = v128_load64_splat(ar.add(1) as *const u64);
-                            let s2 = v128_load64_splat(ar.add(2) as *const u64);
-                            let s3 = v128_load64_splat(ar.add(3) as *const u64);
-                            acc[0] = f64x2_add(acc[0], f64x2_mul(s0, vb0));
-                            acc[1] = f64x2_add(acc[1], f64x2_mul(s0, vb1));
-                            acc[2] = f64x2_add(acc[2], f64x2_mul(s1, vb0));
-                            acc[3] = f64x2_add(acc[3], f64x2_mul(s1, vb1));
-                            acc[4] = f64x2_add(acc[4], f64x2_mul(s2, vb0));
-                            acc[5] = f64x2_add(acc[5], f64x2_mul(s2, vb1));
-                            acc[6] = f64x2_add(acc[6], f64x2_mul(s3, vb0));
-                            acc[7] = f64x2_add(acc[7], f64x2_mul(s3, vb1));
-                            r += 1;
-                        }
-                        for t in 0..TILE_A {
-                            v128_store(tile(t) as *mut v128, acc[2 * t]);
-                            v128_store(tile(t).add(2) as *mut v128, acc[2 * t + 1]);
-                        }
-                    }
-                }
+    // Column blocks of one panel: a block of PANEL_BLOCK row panels shares each column panel while
+    // it is in L1 (see PANEL_BLOCK).
+    super::tiles::tile_loops!(1, 4, 1; g.panel_range(), d, 1;
+    |_chunk| {} |p| {
+        let c0 = PackedGram::panel_start(p);
+        let width = d - c0;
+        let a = &packed[p * k * 4..(p + 1) * k * 4];
+        let panel = g.panel_mut(p);
+        assert!(panel.len() == TILE_A * width && width.is_multiple_of(4));
+        let out = panel.as_mut_ptr();
+    } |jb| {
+        let b = &packed[jb * k * 4..(jb + 1) * k * 4];
+        let col = jb * 4 - c0;
+        // SAFETY: a and b are k*4 long and r < k; panel offsets t*width + col + 3 < 4*width
+        // because col + 4 <= width (asserted lengths above).
+        unsafe {
+            let tile = |t: usize| out.add(t * width + col);
+            let mut acc = [f64x2_splat(0.0); 8];
+            for t in 0..TILE_A {
+                acc[2 * t] = v128_load(tile(t) as *const v128);
+                acc[2 * t + 1] = v128_load(tile(t).add(2) as *const v128);
+            }
+            let (pa, pb) = (a.as_ptr(), b.as_ptr());
+            let mut r = 0;
+            while r < k {
+                let ar = pa.add(r * 4);
+                let br = pb.add(r * 4);
+                let vb0 = v128_load(br as *const v128);
+                let vb1 = v128_load(br.add(2) as *const v128);
+                let s0 = v128_load64_splat(ar as *const u64);
+                let s1 = v128_load64_splat(ar.add(1) as *const u64);
+                let s2 = v128_load64_splat(ar.add(2) as *const u64);
+                let s3 = v128_load64_splat(ar.add(3) as *const u64);
+                acc[0] = f64x2_add(acc[0], f64x2_mul(s0, vb0));
+                acc[1] = f64x2_add(acc[1], f64x2_mul(s0, vb1));
+                acc[2] = f64x2_add(acc[2], f64x2_mul(s1, vb0));
+                acc[3] = f64x2_add(acc[3], f64x2_mul(s1, vb1));
+                acc[4] = f64x2_add(acc[4], f64x2_mul(s2, vb0));
+                acc[5] = f64x2_add(acc[5], f64x2_mul(s2, vb1));
+                acc[6] = f64x2_add(acc[6], f64x2_mul(s3, vb0));
+                acc[7] = f64x2_add(acc[7], f64x2_mul(s3, vb1));
+                r += 1;
+            }
+            for t in 0..TILE_A {
+                v128_store(tile(t) as *mut v128, acc[2 * t]);
+                v128_store(tile(t).add(2) as *mut v128, acc[2 * t + 1]);
             }
         }
-    }
+    });
 }
 
 /// See [`super::dots`]. Tiles of two rows of `a` against four rows of `b`, four lanes each, over

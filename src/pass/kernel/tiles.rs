@@ -1,15 +1,16 @@
-//! The order in which the portable Gram kernels (f32 with its AVX2 copy, f64) visit the tiles of G.
+//! The order in which every Gram kernel (portable f32 with its AVX2 copy and f64, wasm simd128 f32
+//! and f64, relaxed-SIMD f32) visits the tiles of G, written once: [`tile_loops!`].
 //!
 //! Each entry of G gets its chunks' sums in chunk order whatever the visiting order, so the order
-//! decides speed (which block of G and of the chunk sit in cache), not bits. The wasm kernels
-//! (`simd.rs`, `relaxed.rs`) keep the same order written in their own loops: through this function
-//! the relaxed-SIMD f32 kernel ran at 75–77 % of its build's f32x4 peak instead of 83–84 %
-//! (`scripts/bench.sh`, d = 1024–4096), so they hoist per-chunk and per-panel work out of the tile
-//! loop by hand.
+//! decides speed (which block of G and of the chunk sit in cache), not bits. It is a macro so that a
+//! kernel can hoist what depends only on the chunk or on the row unit out of the tile loop and still
+//! have no call between its loops: given one closure per tile ([`for_each_tile`]), the relaxed-SIMD
+//! f32 kernel ran at 75–77 % of its build's f32x4 peak instead of 83–84 % (`scripts/bench.sh`,
+//! d = 1024–4096), because it then recomputed each chunk's and each panel's slices per tile.
 
 use std::ops::Range;
 
-use super::{PackedGram, PANEL_BLOCK};
+use super::PackedGram;
 
 /// One tile of G: rows of G in row unit `row` (its `ROW_PANELS` panels), columns in column unit
 /// `col` (`WIDTH` columns of G, and the chunk's packed panel of those dimensions), summed over chunk
@@ -21,12 +22,53 @@ pub struct Tile {
     pub col: usize,
 }
 
-/// Calls `tile` for every tile of the stored `panels` of G (a band, or all of it; bands start and
-/// end on whole octets) over `chunks` chunks of rows, block of G by block of G: [`PANEL_BLOCK`]
-/// panels (`ROW_PANELS` per row unit: the tile's height in panels) × `COLUMN_BLOCK` column units
-/// of `WIDTH` columns. That block of G stays in cache while every chunk of the batch is folded into
-/// it; inside a block, for each chunk, each row unit walks across the block's columns from its
-/// first stored column, so G's rows are read in address order (see [`super::COLUMN_BLOCK`]).
+/// A row unit's first stored column, in column units of `width` columns: its first panel's.
+#[inline(always)]
+pub fn first_col(unit: usize, row_panels: usize, width: usize) -> usize {
+    PackedGram::panel_start(unit * row_panels) / width
+}
+
+/// The loops over every tile of the stored `panels` of G (a band, or all of it; bands start and end
+/// on whole octets) over `chunks` chunks of rows, block of G by block of G: `PANEL_BLOCK` panels
+/// (`ROW_PANELS` per row unit: the tile's height in panels) × `COLUMN_BLOCK` column units of `WIDTH`
+/// columns. That block of G stays in cache while every chunk of the batch is folded into it; inside
+/// a block, for each chunk, each row unit walks across the block's columns from its first stored
+/// column, so G's rows are read in address order (see `kernel::COLUMN_BLOCK`).
+///
+/// `tile_loops!(ROW_PANELS, WIDTH, COLUMN_BLOCK; panels, dim_padded, chunks;
+/// |chunk| { per chunk } |row| { per row unit } |col| { the tile })`: the three bodies are pasted
+/// into the loops as written, so what the first two declare is in scope in the ones after.
+macro_rules! tile_loops {
+    ($row_panels:expr, $width:expr, $column_block:expr; $panels:expr, $dim_padded:expr, $chunks:expr;
+     |$chunk:ident| { $($per_chunk:tt)* } |$row:ident| { $($per_row:tt)* } |$col:ident| { $($tile:tt)* }) => {{
+        let panels: ::std::ops::Range<usize> = $panels;
+        let (row_panels, width, column_block): (usize, usize, usize) = ($row_panels, $width, $column_block);
+        let first_col = |u: usize| $crate::pass::kernel::tiles::first_col(u, row_panels, width);
+        let units = panels.start / row_panels..panels.end.div_ceil(row_panels);
+        let cols = $dim_padded / width;
+        let unit_block = $crate::pass::kernel::PANEL_BLOCK / row_panels;
+        for u0 in units.clone().step_by(unit_block) {
+            let u1 = (u0 + unit_block).min(units.end);
+            for q0 in (first_col(u0)..cols).step_by(column_block) {
+                let q1 = (q0 + column_block).min(cols);
+                for $chunk in 0..$chunks {
+                    $($per_chunk)*
+                    for $row in u0..u1 {
+                        $($per_row)*
+                        for $col in q0.max(first_col($row))..q1 {
+                            $($tile)*
+                        }
+                    }
+                }
+            }
+        }
+    }};
+}
+// Natively only `for_each_tile` expands it by this name; the wasm kernels name it by path.
+#[cfg_attr(not(target_arch = "wasm32"), allow(unused_imports))]
+pub(crate) use tile_loops;
+
+/// [`tile_loops!`] with one closure per tile, for kernels with nothing to hoist.
 ///
 /// `#[inline(always)]`, and each kernel's tile body an `#[inline(always)]` closure: every kernel gets
 /// its own copy of these loops with its body inside them, compiled for the target features of the
@@ -40,23 +82,8 @@ pub fn for_each_tile<const ROW_PANELS: usize, const WIDTH: usize, const COLUMN_B
     chunks: usize,
     mut tile: impl FnMut(Tile),
 ) {
-    // A row unit's first stored column: its first panel's, in column units.
-    let first_col = |u: usize| PackedGram::panel_start(u * ROW_PANELS) / WIDTH;
-    let units = panels.start / ROW_PANELS..panels.end.div_ceil(ROW_PANELS);
-    let cols = dim_padded / WIDTH;
-    for u0 in units.clone().step_by(PANEL_BLOCK / ROW_PANELS) {
-        let u1 = (u0 + PANEL_BLOCK / ROW_PANELS).min(units.end);
-        for q0 in (first_col(u0)..cols).step_by(COLUMN_BLOCK) {
-            let q1 = (q0 + COLUMN_BLOCK).min(cols);
-            for chunk in 0..chunks {
-                for row in u0..u1 {
-                    for col in q0.max(first_col(row))..q1 {
-                        tile(Tile { chunk, row, col });
-                    }
-                }
-            }
-        }
-    }
+    tile_loops!(ROW_PANELS, WIDTH, COLUMN_BLOCK; panels, dim_padded, chunks;
+        |chunk| {} |row| {} |col| { tile(Tile { chunk, row, col }); });
 }
 
 #[cfg(test)]
