@@ -9,11 +9,12 @@ use crate::read::locate::TensorRole;
 use crate::explain::alignment::TokenAlignment;
 use crate::explain::centred::Centred;
 use crate::explain::geometry::Geometry;
+use crate::pass::analysis::Summary;
 use crate::pass::estimate::{self, Capacities, Class, Z_95};
 use crate::pass::gpu::GpuInfo;
 // Where the views and the Report JSON find it; it lives with the histogram it reports.
 use crate::pass::stats::SampledHistogram;
-use crate::pass::stats::{Moments, PairSample, RowCounts, TopPair};
+use crate::pass::stats::{PairSample, TopPair};
 use crate::result::trained::TrainedReport;
 
 /// Version of the JSON layout below.
@@ -176,54 +177,30 @@ impl DictionaryReport {
         DictionaryReport { dictionary, log10_capacity_used: (capacity.is_finite() && used.is_finite()).then_some(used) }
     }
 }
-/// What one pass measured, for [`Report::from_pass`]: the analysis gathers it, the report derives
-/// ε, its interval, the capacities and the class from it (`docs/method.md` §1–3).
-pub struct PassOutcome<'a> {
-    pub file: &'a str,
-    pub format: &'a str,
-    pub tensor: &'a str,
-    pub tensor_reason: &'a str,
-    pub tensor_role: TensorRole,
-    pub dtype: &'a str,
-    pub rows: u64,
-    pub dim: u64,
-    pub counts: RowCounts,
-    /// Exact over all pairs, or the running estimate (`estimate::stratified_moments`).
-    pub moments: Moments,
-    /// Standard error of ε while an estimate (ignored once exact).
-    pub epsilon_se: Option<f64>,
-    pub exact: bool,
-    pub seed: u64,
-    /// The histogram's sample of pairs.
-    pub sample: &'a PairSample,
-    pub timing_ms: f64,
-    pub workers: u32,
-    pub kernel: String,
-    pub precision: &'a str,
-    pub precision_reason: &'a str,
-    pub gram_gflops: Option<f64>,
-    pub accumulator_bytes: u64,
-}
-
 impl Report {
-    /// The report of one pass, with nothing yet about the unembedding, the tied check, the source,
-    /// the geometry or the centred statistics (the job and the worker add those).
-    pub fn from_pass(p: PassOutcome<'_>) -> Report {
+    /// The report of what one pass has found (`Analysis::summary`), with nothing yet about the
+    /// unembedding, the tied check, the source, the geometry or the centred statistics (the job and
+    /// the worker add those).
+    pub fn from_pass(p: Summary<'_>, timing_ms: f64) -> Report {
         let m = p.moments;
         let eps = estimate::epsilon(m.mu, m.sigma);
         let se = if p.exact { None } else { p.epsilon_se };
-        let hist_rows = p.sample.rows() as u64;
+        let empty = PairSample::new(Vec::new());
+        let sample = p.sample.unwrap_or(&empty);
+        let hist_rows = sample.rows() as u64;
+        let dtype = p.tensor.dtype.name();
+        let dim = p.dim as u64;
         Report {
             schema: SCHEMA_VERSION,
-            file: p.file.to_string(),
-            format: p.format.to_string(),
-            tensor: p.tensor.to_string(),
-            tensor_reason: p.tensor_reason.to_string(),
-            tensor_role: p.tensor_role,
-            dtype: p.dtype.to_string(),
-            quantised: crate::read::format::quantised_name(p.dtype),
+            file: p.origin.file.clone(),
+            format: p.origin.format.clone(),
+            tensor: p.tensor.name.clone(),
+            tensor_reason: p.origin.tensor_reason.clone(),
+            tensor_role: p.origin.tensor_role,
+            dtype: dtype.to_string(),
+            quantised: crate::read::format::quantised_name(dtype),
             rows: p.rows,
-            dim: p.dim,
+            dim,
             rows_seen: p.counts.seen,
             rows_used: p.counts.kept,
             rows_dropped: p.counts.dropped(),
@@ -238,20 +215,20 @@ impl Report {
             epsilon_ci: se.map(|s| [eps - Z_95 * s, eps + Z_95 * s]),
             epsilon_se: se,
             seed: p.seed,
-            log10_capacity: estimate::capacities(p.dim, eps),
+            log10_capacity: estimate::capacities(dim, eps),
             capacity_determinate: estimate::capacity_determinate(eps),
             class: estimate::class(eps),
-            histogram: SampledHistogram::new(&p.sample.full, p.sample.pairs, hist_rows),
-            histogram_zoom: SampledHistogram::new(&p.sample.zoom, p.sample.pairs, hist_rows),
-            timing_ms: p.timing_ms,
+            histogram: SampledHistogram::new(&sample.full, sample.pairs, hist_rows),
+            histogram_zoom: SampledHistogram::new(&sample.zoom, sample.pairs, hist_rows),
+            timing_ms,
             workers: p.workers,
             kernel: p.kernel,
-            precision: p.precision.to_string(),
+            precision: p.precision.name().to_string(),
             precision_reason: p.precision_reason.to_string(),
             gram_gflops: p.gram_gflops,
             accumulator_bytes: p.accumulator_bytes,
-            gpu: None,
-            gpu_fallback: None,
+            gpu: p.gpu.cloned(),
+            gpu_fallback: p.gpu_fallback.map(str::to_string),
             peak_wasm_bytes: None,
             unembedding: None,
             tied: None,
@@ -260,8 +237,8 @@ impl Report {
             source_url: None,
             bytes_fetched: None,
             geometry: None,
-            top_pairs: p.sample.top_pairs(),
-            antipodal_pairs: p.sample.antipodal_pairs(),
+            top_pairs: sample.top_pairs(),
+            antipodal_pairs: sample.antipodal_pairs(),
             centred: None,
             trained: None,
             model: None,

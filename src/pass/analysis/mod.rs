@@ -170,8 +170,9 @@ pub struct Origin {
     pub tensor_role: TensorRole,
 }
 
-/// What a pass has found so far ([`Analysis::summary`]): the pass layer's facts, from which the run
-/// layer builds the Report (`run::report`), so that this layer knows nothing of reports.
+/// What a pass has found so far ([`Analysis::summary`]): the pass layer's facts, which
+/// `result::report::Report::from_pass` makes a Report (the run layer asks it to, `run::report`),
+/// so that this layer knows nothing of reports.
 #[derive(Debug)]
 pub struct Summary<'a> {
     pub origin: &'a Origin,
@@ -538,7 +539,7 @@ impl Analysis {
         self.blocks_seen >= self.plan.blocks.len() as u64
     }
 
-    /// What the pass has found so far, for the Report the run layer builds (`run::report`):
+    /// What the pass has found so far, for its Report (`run::report`):
     /// exact once every row was visited, else an estimate with its standard error. Fails when
     /// fewer than two usable rows were seen. A GPU pass must have been read back first
     /// ([`Analysis::finish_gpu`]).
