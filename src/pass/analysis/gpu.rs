@@ -21,18 +21,18 @@ impl Analysis {
     /// says f32 suffices, the pass uses the Gram route and is not split over workers; otherwise on
     /// the CPU, and [`Analysis::gpu_declined`] says why.
     pub fn set_gpu(&mut self, gpu: Rc<GpuContext>) {
-        self.gpu = Some(gpu);
+        self.gpu.offered = Some(gpu);
         self.arrange_plan();
     }
 
     /// Why the GPU offered did not run the pass (None: none was offered, or it ran it).
     pub fn gpu_declined(&self) -> Option<&str> {
-        self.gpu_declined.as_deref()
+        self.gpu.declined.as_deref()
     }
 
     /// The adapter that ran the Gram pass, once its sums were read back.
     pub fn gpu_info(&self) -> Option<&GpuInfo> {
-        self.gpu_ran.as_ref()
+        self.gpu.ran.as_ref()
     }
 
     /// Whether the Gram pass is running on the GPU (its sums not yet read back).
@@ -63,7 +63,7 @@ impl Analysis {
     pub(super) fn start_gpu(&mut self, sample_units: &[f32]) -> Result<(), Error> {
         #[cfg(feature = "gpu")]
         {
-            let Some(ctx) = self.gpu.clone() else { return Ok(()) };
+            let Some(ctx) = self.gpu.offered.clone() else { return Ok(()) };
             let cpu = "the pass ran on the CPU";
             let declined = if self.share.of > 1 {
                 Some(format!("the pass is split over {} workers; {cpu}", self.share.of))
@@ -84,7 +84,7 @@ impl Analysis {
                 }
             };
             if let Some(why) = declined {
-                self.gpu_declined = Some(why);
+                self.gpu.declined = Some(why);
                 return Ok(());
             }
             let centre = mean_row(sample_units, self.dim_padded);
@@ -131,42 +131,49 @@ impl Analysis {
             self.blocks_seen += 1;
             let (first, stop) = self.plan.block_range(block);
             let count = (stop - first) as usize;
-            self.raw.resize(count * row_bytes, 0);
-            self.source.read_at(self.tensor.byte_range.0 + first * self.row_bytes, &mut self.raw)?;
+            self.scratch.raw.resize(count * row_bytes, 0);
+            self.source.read_at(self.tensor.byte_range.0 + first * self.row_bytes, &mut self.scratch.raw)?;
             let measure = estimating && bi % every == 0;
             if kind.is_none() || measure {
-                self.decoded.resize(count * dim, 0.0);
-                decode_rows(&self.raw, &self.tensor.dtype, dim, &mut self.decoded)
+                self.scratch.decoded.resize(count * dim, 0.0);
+                decode_rows(&self.scratch.raw, &self.tensor.dtype, dim, &mut self.scratch.decoded)
                     .map_err(|source| Error::Decode { tensor: self.tensor.name.clone(), source })?;
             }
             match kind {
                 Some(kind) => {
-                    for row in self.raw.chunks_exact(row_bytes.max(1)).take(count) {
+                    for row in self.scratch.raw.chunks_exact(row_bytes.max(1)).take(count) {
                         run.counts.record(raw_fate(row, kind));
                     }
-                    run.gram.add_raw_rows(&self.raw, &self.tensor.dtype)?;
+                    run.gram.add_raw_rows(&self.scratch.raw, &self.tensor.dtype)?;
                 }
                 None => {
-                    for row in self.decoded.chunks_exact(dim.max(1)).take(count) {
+                    for row in self.scratch.decoded.chunks_exact(dim.max(1)).take(count) {
                         run.counts.record(decoded_fate(row));
                     }
-                    run.gram.add_rows(&self.decoded[..count * dim])?;
+                    run.gram.add_rows(&self.scratch.decoded[..count * dim])?;
                 }
             }
             if measure {
-                self.wide.resize(count * d, 0.0);
+                self.scratch.wide.resize(count * d, 0.0);
                 let mut kept = 0;
                 for r in 0..count {
-                    let (Some(row), Some(out)) =
-                        (self.decoded.get(r * dim..(r + 1) * dim), self.wide.get_mut(kept * d..(kept + 1) * d))
-                    else {
+                    let (Some(row), Some(out)) = (
+                        self.scratch.decoded.get(r * dim..(r + 1) * dim),
+                        self.scratch.wide.get_mut(kept * d..(kept + 1) * d),
+                    ) else {
                         break;
                     };
                     if normalise_row(row, out) == RowFate::Kept {
                         kept += 1;
                     }
                 }
-                measure_within_block(&self.wide[..kept * d], d, &mut self.units, &mut self.dots, &mut self.within);
+                measure_within_block(
+                    &self.scratch.wide[..kept * d],
+                    d,
+                    &mut self.scratch.units,
+                    &mut self.scratch.dots,
+                    &mut self.within,
+                );
             }
         }
         self.next_block = end;
@@ -215,7 +222,7 @@ impl Analysis {
         #[cfg(feature = "gpu")]
         if let Some((snapshot, info)) = self.gpu_run().and_then(|run| Some((run.snapshot?, run.info.clone()))) {
             // The GPU's queued blocks and its G are dropped with its driver.
-            self.gpu_ran = Some(info);
+            self.gpu.ran = Some(info);
             self.stop_at(snapshot);
             return true;
         }
@@ -255,7 +262,7 @@ impl Analysis {
                 gram,
                 (flops, ms),
             ));
-            self.gpu_ran = Some(run.info);
+            self.gpu.ran = Some(run.info);
         }
         Ok(())
     }

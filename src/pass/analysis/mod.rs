@@ -203,6 +203,32 @@ pub struct Summary<'a> {
     pub gpu_fallback: Option<&'a str>,
 }
 
+/// The buffers a step reuses, so that a pass allocates them once.
+#[derive(Default)]
+struct Scratch {
+    /// Raw bytes of the rows read.
+    raw: Vec<u8>,
+    /// Those rows decoded to f32.
+    decoded: Vec<f32>,
+    /// The sample's unit rows, or a block's dot products (`measure_within_block`).
+    units: Vec<f32>,
+    /// The sample's dot products.
+    dots: Vec<f32>,
+    /// The pass's f64 unit rows.
+    wide: Vec<f64>,
+}
+
+/// The GPU offered for the Gram pass ([`Analysis::set_gpu`]) and what came of it.
+#[derive(Default)]
+struct GpuOffer {
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    offered: Option<Rc<GpuContext>>,
+    /// Why the GPU offered did not run the pass (the Report's `gpu_fallback`).
+    declined: Option<String>,
+    /// The adapter that ran the pass, once its sums are in `gram`.
+    ran: Option<GpuInfo>,
+}
+
 pub struct Analysis {
     source: Box<dyn ByteSource>,
     tensor: TensorInfo,
@@ -236,19 +262,10 @@ pub struct Analysis {
     share: Share,
     /// Blocks whose rows are in `gram`: this worker's and those of the partials absorbed.
     blocks_seen: u64,
-    /// Reused buffers: raw bytes, decoded rows, sample dot products, f64 unit rows of the pass.
-    raw: Vec<u8>,
-    decoded: Vec<f32>,
-    units: Vec<f32>,
-    dots: Vec<f32>,
-    wide: Vec<f64>,
-    /// The GPU offered for the Gram pass ([`Analysis::set_gpu`]).
-    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
-    gpu: Option<Rc<GpuContext>>,
-    /// Why the GPU offered did not run the pass (the Report's `gpu_fallback`).
-    gpu_declined: Option<String>,
-    /// The adapter that ran the pass, once its sums are in `gram`.
-    gpu_ran: Option<GpuInfo>,
+    /// Reused buffers.
+    scratch: Scratch,
+    /// The GPU offered, and whether it ran the pass.
+    gpu: GpuOffer,
     /// Steps of the pass taken (a split by columns has its checkpoints at fixed steps).
     pass_steps: u64,
     /// A band's last part of ‖G‖²_F and the rows in G it covers: while no row enters G (zero or
@@ -339,14 +356,8 @@ impl Analysis {
             next_block: 0,
             share: Share::WHOLE,
             blocks_seen: 0,
-            raw: Vec::new(),
-            decoded: Vec::new(),
-            units: Vec::new(),
-            dots: Vec::new(),
-            wide: Vec::new(),
-            gpu: None,
-            gpu_declined: None,
-            gpu_ran: None,
+            scratch: Scratch::default(),
+            gpu: GpuOffer::default(),
             pass_steps: 0,
             band_part_at: None,
             random_phase: None,
@@ -380,7 +391,7 @@ impl Analysis {
             && share_sweeps
             && self.config.stop_after_rows.is_none()
             && self.gram.route() == Route::Gram
-            && self.gpu.is_none()
+            && self.gpu.offered.is_none()
             && self.plan.blocks.len() > random_phase.max(self.plan.sample_blocks);
         if sweeps {
             self.plan.sweep_tail(random_phase, self.share.of);
@@ -481,20 +492,20 @@ impl Analysis {
         Ok(self)
     }
 
-    /// Reads `count` rows from `first` into `self.decoded` (`count × dim` f32); returns how many
+    /// Reads `count` rows from `first` into `self.scratch.decoded` (`count × dim` f32); returns how many
     /// were decoded: `count`, or 0 when every byte was zero. Zero bytes are zero rows in every dtype
     /// (`decode::all_zero`) but affine ones with a zero point (`DType::zero_bytes_are_zero`), which
     /// the pass drops: skipping their decode and norms lets an all-zero
     /// tensor be refused at the speed of its reads.
     fn read_rows(&mut self, first: u64, count: usize) -> Result<usize, Error> {
         let start = self.tensor.byte_range.0 + first * self.row_bytes;
-        self.raw.resize(count * self.row_bytes as usize, 0);
-        self.source.read_at(start, &mut self.raw)?;
-        if self.tensor.dtype.zero_bytes_are_zero() && all_zero(&self.raw) {
+        self.scratch.raw.resize(count * self.row_bytes as usize, 0);
+        self.source.read_at(start, &mut self.scratch.raw)?;
+        if self.tensor.dtype.zero_bytes_are_zero() && all_zero(&self.scratch.raw) {
             return Ok(0);
         }
-        self.decoded.resize(count * self.dim, 0.0);
-        decode_rows(&self.raw, &self.tensor.dtype, self.dim, &mut self.decoded)
+        self.scratch.decoded.resize(count * self.dim, 0.0);
+        decode_rows(&self.scratch.raw, &self.tensor.dtype, self.dim, &mut self.scratch.decoded)
             .map_err(|source| Error::Decode { tensor: self.tensor.name.clone(), source })?;
         Ok(count)
     }
@@ -562,7 +573,7 @@ impl Analysis {
         };
         let (moments, _, epsilon_se) = self.running().ok_or_else(too_few)?;
         let precision = self.precision();
-        let (kernel, workers) = match &self.gpu_ran {
+        let (kernel, workers) = match &self.gpu.ran {
             // The precision last, as every kernel name has it (a permalink reads it from there).
             Some(gpu) => (format!("wgsl gram ({}) f32", gpu.backend), 1),
             None => (format!("{} {}", kernel::kernel_name(precision), precision.name()), self.share.of.max(1)),
@@ -584,8 +595,8 @@ impl Analysis {
             precision_reason: &self.precision_reason,
             gram_gflops: self.gram.kernel_gflops(),
             accumulator_bytes: self.gram.bytes() as u64,
-            gpu: self.gpu_ran.as_ref(),
-            gpu_fallback: self.gpu_declined.as_deref(),
+            gpu: self.gpu.ran.as_ref(),
+            gpu_fallback: self.gpu.declined.as_deref(),
         })
     }
 

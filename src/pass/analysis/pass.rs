@@ -169,7 +169,7 @@ impl Analysis {
         let every = within_every(self.dim);
         let mut kept = 0usize;
         // No more rows than the matrix has (two rows of d = 16384 need 256 KiB here, not 8 MiB).
-        self.wide.resize(MAX_CHUNK_ROWS.min(self.rows as usize) * d, 0.0);
+        self.scratch.wide.resize(MAX_CHUNK_ROWS.min(self.rows as usize) * d, 0.0);
         // Within-block pairs feed the running estimate only, measured on every `within_every`-th
         // block of the plan's order; the final step of a whole pass skips them. A share by rows
         // cannot tell whether the others will finish, so it always keeps them; of a split by
@@ -190,14 +190,14 @@ impl Analysis {
                 self.gram.record(RowFate::Zero);
             }
             if kept + count > MAX_CHUNK_ROWS {
-                self.gram.add_unit_rows(&self.wide[..kept * d]);
+                self.gram.add_unit_rows(&self.scratch.wide[..kept * d]);
                 kept = 0;
             }
             let block_start = kept;
             for r in 0..decoded {
                 let fate = normalise_row(
-                    &self.decoded[r * self.dim..(r + 1) * self.dim],
-                    &mut self.wide[kept * d..(kept + 1) * d],
+                    &self.scratch.decoded[r * self.dim..(r + 1) * self.dim],
+                    &mut self.scratch.wide[kept * d..(kept + 1) * d],
                 );
                 self.gram.record(fate);
                 if fate == RowFate::Kept {
@@ -205,12 +205,12 @@ impl Analysis {
                 }
             }
             if estimating && bi % every == 0 {
-                let block = &self.wide[block_start * d..kept * d];
-                measure_within_block(block, d, &mut self.units, &mut self.dots, &mut self.within);
+                let block = &self.scratch.wide[block_start * d..kept * d];
+                measure_within_block(block, d, &mut self.scratch.units, &mut self.scratch.dots, &mut self.within);
             }
         }
         if kept > 0 {
-            self.gram.add_unit_rows(&self.wide[..kept * d]);
+            self.gram.add_unit_rows(&self.scratch.wide[..kept * d]);
         }
         self.pass_steps += 1;
         // The next position ≡ share.first() (mod stride) at or after `end`.

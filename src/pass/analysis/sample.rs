@@ -66,7 +66,7 @@ impl Analysis {
         for r in 0..decoded {
             let at = s.units.len();
             s.units.resize(at + self.dim_padded, 0.0);
-            let fate = normalise_row(&self.decoded[r * self.dim..(r + 1) * self.dim], &mut s.units[at..]);
+            let fate = normalise_row(&self.scratch.decoded[r * self.dim..(r + 1) * self.dim], &mut s.units[at..]);
             s.counts.record(fate);
             if fate == RowFate::Kept {
                 s.blocks.push(block);
@@ -96,9 +96,9 @@ impl Analysis {
                 // Rows i0..i1 against rows i0..n.
                 let a = &p.units[i0 * d..i1 * d];
                 let b = &p.units[i0 * d..n * d];
-                self.units.resize((i1 - i0) * (n - i0), 0.0);
-                kernel::dots(a, b, d, &mut self.units);
-                take_sample_pairs(sample, &self.units, p.pair_block, n, whole);
+                self.scratch.units.resize((i1 - i0) * (n - i0), 0.0);
+                kernel::dots(a, b, d, &mut self.scratch.units);
+                take_sample_pairs(sample, &self.scratch.units, p.pair_block, n, whole);
                 p.pair_block += 1;
                 i1 < n
             }
@@ -153,7 +153,7 @@ impl Analysis {
                 take_sample_pairs(sample, &products, p.pair_block, n, whole);
             }
             p.pair_block += 1;
-            self.units = products;
+            self.scratch.units = products;
         }
         self.end_sample()?;
         Ok(true)
