@@ -22,8 +22,9 @@ use crate::result::permalink;
 use crate::result::report::{significant, Report};
 use crate::run::analysis::Progress;
 use crate::run::job::Opened;
+use crate::worker::events::PageEvent;
 use crate::worker::pool::{pool_size, Pool};
-use crate::worker::protocol::{Envelope, Request, Response, RunSettings, SourceSpec};
+use crate::worker::protocol::{Request, RunSettings, SourceSpec};
 
 /// The id of the card's button that applies a dead-latent threshold (`set_dead_below`).
 pub const DEAD_BELOW_APPLY: &str = "dead-below-apply";
@@ -244,14 +245,43 @@ fn current_run() -> u64 {
     CONTROLLER.with(|c| c.borrow().as_ref().map_or(0, |c| c.run))
 }
 
-fn on_response(state: State, Envelope { run, response }: Envelope) {
+/// Takes in one of the pool's events. Those about the run in progress count only while it runs (a
+/// cancelled or failed run's late messages are dropped); those about the result on display (its
+/// geometry, the tail explorer, the centred pass) come after it is done.
+fn on_event(state: State, run: u64, event: PageEvent) {
     // Run 0 is the worker itself failing: it concerns whatever runs now.
     if run != 0 && run != current_run() {
         return;
     }
-    // The geometry follows the result of the current run, so it arrives after "done".
-    match response {
-        Response::Geometry(geometry) => {
+    let running = state.status.get_untracked() == Status::Running;
+    match event {
+        PageEvent::Opened(opened) => {
+            if running {
+                on_opened(state, opened);
+            }
+        }
+        PageEvent::Progress(p) => {
+            if running {
+                state.progress.set(Some(p));
+            }
+        }
+        PageEvent::Done(report) => {
+            if running {
+                on_done(state, *report);
+            }
+        }
+        PageEvent::Failed { message } => {
+            if running {
+                on_failed(state, message);
+            }
+        }
+        PageEvent::Choose { opened, message } => {
+            if running {
+                on_choose(state, opened, message);
+            }
+        }
+        // The geometry follows the result of the current run, so it arrives after "done".
+        PageEvent::Geometry(geometry) => {
             if state.geometry_pending.get_untracked() {
                 state.geometry_pending.set(false);
                 state.report.update(|r| {
@@ -263,30 +293,23 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
                 refocus_threshold_control();
                 next_in_queue(state);
             }
-            return;
         }
-        Response::GeometryFailed { message } => {
+        PageEvent::GeometryFailed { message } => {
             state.geometry_pending.set(false);
             state.geometry_message.set(message);
             next_in_queue(state);
-            return;
         }
-        Response::Neighbours(n) => {
+        PageEvent::Neighbours(n) => {
             state.neighbours_message.set(String::new());
             state.neighbours.set(Some(n));
-            return;
         }
-        Response::NeighboursFailed { message } => {
+        PageEvent::NeighboursFailed { message } => {
             // The previous query's table would read as this query's answer.
             state.neighbours.set(None);
             state.neighbours_message.set(message);
-            return;
         }
-        Response::CentredProgress { fraction } => {
-            state.centred_progress.set(Some(fraction));
-            return;
-        }
-        Response::Centred(centred) => {
+        PageEvent::CentredProgress { fraction } => state.centred_progress.set(Some(fraction)),
+        PageEvent::Centred(centred) => {
             state.centred_progress.set(None);
             state.report.update(|r| {
                 if let Some(r) = r {
@@ -294,120 +317,96 @@ fn on_response(state: State, Envelope { run, response }: Envelope) {
                 }
             });
             refocus_threshold_control();
-            return;
         }
-        Response::CentredFailed { message } => {
+        PageEvent::CentredFailed { message } => {
             state.centred_progress.set(None);
             state.centred_message.set(message);
-            return;
-        }
-        _ => {}
-    }
-    if state.status.get_untracked() != Status::Running {
-        return;
-    }
-    match response {
-        Response::Geometry(_)
-        | Response::GeometryFailed { .. }
-        | Response::Neighbours(_)
-        | Response::NeighboursFailed { .. }
-        | Response::CentredProgress { .. }
-        | Response::Centred(_)
-        | Response::CentredFailed { .. } => {}
-        // Benchmark answers go to whoever asked (scripts/bench.sh talks to a worker of its own).
-        Response::Benchmark { .. } => {}
-        // The pool handles these; the page never sees them.
-        Response::Ready
-        | Response::Cancelled
-        | Response::Split { .. }
-        | Response::Verdict { .. }
-        | Response::SampleDots { .. }
-        | Response::Partial
-        | Response::BandPart { .. }
-        | Response::GpuFailed { .. }
-        | Response::Crashed { .. } => {}
-        Response::Opened(opened) => {
-            // Re-running another tensor of the same files keeps the picker as it is (and the
-            // keyboard focus on its button).
-            let same = state
-                .opened
-                .with_untracked(|o| o.as_ref().is_some_and(|o| o.files == opened.files && o.tensors == opened.tensors));
-            // After a refusal the picker named no tensor: it now names the one chosen, and the
-            // keyboard focus goes back to its button.
-            let after_choose = state.opened.with_untracked(|o| o.as_ref().is_some_and(|o| o.chosen.is_empty()));
-            if !same || after_choose {
-                state.opened.set(Some(opened));
-            }
-            if same && after_choose {
-                request_animation_frame(|| focus_if_lost("tensor-run"));
-            }
-        }
-        Response::Progress(p) => state.progress.set(Some(p)),
-        Response::Done(report) => {
-            let report = *report;
-            state.announcement.set(format!(
-                "Done: ε = {} for {}{}",
-                significant(report.epsilon, 4),
-                report.tensor,
-                if report.exact { ", exact over all pairs" } else { ", an estimate" }
-            ));
-            state.session.add(&report);
-            state.provenance.set(Provenance::Analysed);
-            state.geometry_message.set(String::new());
-            state.geometry_pending.set(report.geometry.is_none() && geometry_expected(report.exact, report.dim));
-            state.neighbours.set(None);
-            state.neighbours_message.set(String::new());
-            state.centred_progress.set(None);
-            state.centred_message.set(String::new());
-            let queued = state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| q.running));
-            // A folder's dictionaries go on to the next instead of a second pass over this one.
-            let centred =
-                !queued && report.exact && CONTROLLER.with(|c| c.borrow().as_ref().is_some_and(|c| c.params.centred));
-            let (dead_below, refocus) = CONTROLLER.with(|c| {
-                let mut c = c.borrow_mut();
-                let Some(c) = c.as_mut() else { return (None, false) };
-                c.shown.clone_from(&c.current);
-                (c.shown.as_ref().and_then(|s| s.dead_below), c.refocus_dead_below)
-            });
-            state.dead_below.set(dead_below);
-            state.report.set(Some(report));
-            if refocus {
-                request_animation_frame(|| focus_if_lost(DEAD_BELOW_APPLY));
-            }
-            state.progress.set(None);
-            state.status.set(Status::Done);
-            if queued {
-                state.queue.update(|q| {
-                    if let Some(q) = q {
-                        q.done += 1;
-                    }
-                });
-                next_in_queue(state);
-            }
-            if centred {
-                compute_centred(state);
-            }
-        }
-        Response::Failed { message } => {
-            state.progress.set(None);
-            let message = match state.queue.get_untracked().filter(|q| q.running) {
-                Some(q) => format!("{}: {message}", q.current),
-                None => message,
-            };
-            stop_queue(state, &message);
-            fail(state, message);
-        }
-        Response::Choose { opened, message } => {
-            stop_queue(state, "a folder held no dictionary Orthoscope reads");
-            state.progress.set(None);
-            state.opened.set(Some(opened));
-            // No ε stays on screen that a reader could take for these files'.
-            state.report.set(None);
-            state.announcement.set(String::new());
-            state.message.set(message);
-            state.status.set(Status::Choose);
         }
     }
+}
+
+fn on_opened(state: State, opened: Opened) {
+    // Re-running another tensor of the same files keeps the picker as it is (and the keyboard focus
+    // on its button).
+    let same = state
+        .opened
+        .with_untracked(|o| o.as_ref().is_some_and(|o| o.files == opened.files && o.tensors == opened.tensors));
+    // After a refusal the picker named no tensor: it now names the one chosen, and the keyboard
+    // focus goes back to its button.
+    let after_choose = state.opened.with_untracked(|o| o.as_ref().is_some_and(|o| o.chosen.is_empty()));
+    if !same || after_choose {
+        state.opened.set(Some(opened));
+    }
+    if same && after_choose {
+        request_animation_frame(|| focus_if_lost("tensor-run"));
+    }
+}
+
+/// A finished analysis: the result on display and a row of the session; a folder's queue goes on,
+/// and an exact result gets its centred pass when the page asks for one.
+fn on_done(state: State, report: Report) {
+    state.announcement.set(format!(
+        "Done: ε = {} for {}{}",
+        significant(report.epsilon, 4),
+        report.tensor,
+        if report.exact { ", exact over all pairs" } else { ", an estimate" }
+    ));
+    state.session.add(&report);
+    state.provenance.set(Provenance::Analysed);
+    state.geometry_message.set(String::new());
+    state.geometry_pending.set(report.geometry.is_none() && geometry_expected(report.exact, report.dim));
+    state.neighbours.set(None);
+    state.neighbours_message.set(String::new());
+    state.centred_progress.set(None);
+    state.centred_message.set(String::new());
+    let queued = state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| q.running));
+    // A folder's dictionaries go on to the next instead of a second pass over this one.
+    let centred = !queued && report.exact && CONTROLLER.with(|c| c.borrow().as_ref().is_some_and(|c| c.params.centred));
+    let (dead_below, refocus) = CONTROLLER.with(|c| {
+        let mut c = c.borrow_mut();
+        let Some(c) = c.as_mut() else { return (None, false) };
+        c.shown.clone_from(&c.current);
+        (c.shown.as_ref().and_then(|s| s.dead_below), c.refocus_dead_below)
+    });
+    state.dead_below.set(dead_below);
+    state.report.set(Some(report));
+    if refocus {
+        request_animation_frame(|| focus_if_lost(DEAD_BELOW_APPLY));
+    }
+    state.progress.set(None);
+    state.status.set(Status::Done);
+    if queued {
+        state.queue.update(|q| {
+            if let Some(q) = q {
+                q.done += 1;
+            }
+        });
+        next_in_queue(state);
+    }
+    if centred {
+        compute_centred(state);
+    }
+}
+
+fn on_failed(state: State, message: String) {
+    state.progress.set(None);
+    let message = match state.queue.get_untracked().filter(|q| q.running) {
+        Some(q) => format!("{}: {message}", q.current),
+        None => message,
+    };
+    stop_queue(state, &message);
+    fail(state, message);
+}
+
+fn on_choose(state: State, opened: Opened, message: String) {
+    stop_queue(state, "a folder held no dictionary Orthoscope reads");
+    state.progress.set(None);
+    state.opened.set(Some(opened));
+    // No ε stays on screen that a reader could take for these files'.
+    state.report.set(None);
+    state.announcement.set(String::new());
+    state.message.set(message);
+    state.status.set(Status::Choose);
 }
 
 /// Analyses a source: the located embedding, or `tensor` when the user picked one. A folder's
@@ -465,7 +464,7 @@ fn run_source(state: State, source: SourceSpec, files: Vec<File>, tensor: Option
         // The test crash (`?crash_after_rows=`) applies to the first analysis of files only.
         let crash = if source == SourceSpec::Files { c.params.crash.take() } else { None };
         let size = pool_size(c.params.workers);
-        let pool = c.client.get_or_insert_with(|| Pool::new(size, move |envelope| on_response(state, envelope)));
+        let pool = c.client.get_or_insert_with(|| Pool::new(size, move |run, event| on_event(state, run, event)));
         // A folder's dictionaries are each analysed exactly, as with `?exact=1`.
         let queued = state.queue.with_untracked(|q| q.as_ref().is_some_and(|q| q.running));
         let settings = RunSettings {
