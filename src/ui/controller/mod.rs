@@ -47,7 +47,7 @@ struct Controller {
     /// (the geometry, the centred result), give the keyboard focus back to *Apply* when the redraw
     /// took it (the new card replaces the one that held it).
     refocus_dead_below: bool,
-    /// Id of the current run; responses of older runs are dropped.
+    /// Id of the current run; events of older runs are dropped.
     run: u64,
     /// The dictionaries of a folder still to analyse after the current one: (label, files).
     pending: VecDeque<(String, Vec<File>)>,
