@@ -22,7 +22,8 @@
 //! trap, out of memory) fails the run at once and the whole pool is replaced: the others would wait
 //! for its partial forever. A pass on the GPU runs in the lead alone; when its GPU
 //! fails ([`Response::GpuFailed`]) the pool runs the same analysis again on the CPU, split as usual,
-//! and its Report says why (`gpu_fallback`).
+//! and its Report says why (`gpu_fallback`). The page sees none of these messages between the
+//! workers: the pool passes on its events ([`PageEvent`]: opened, progress, the result …).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -31,6 +32,7 @@ use wasm_bindgen::JsValue;
 use web_sys::File;
 
 use super::client::WorkerClient;
+use super::events::PageEvent;
 use super::protocol::{CrashKind, Envelope, Request, Response, RunSettings, SourceSpec};
 use crate::pass::analysis::{Progress, SampleVerdict};
 use crate::pass::gpu::GpuChoice;
@@ -65,7 +67,8 @@ struct Inner {
     /// Index 0 is the lead. Created on demand, replaced all together after a crash.
     clients: Vec<WorkerClient>,
     size: u32,
-    handler: Rc<dyn Fn(Envelope)>,
+    /// The page's: each event with its run.
+    handler: Rc<dyn Fn(u64, PageEvent)>,
     current: Option<Current>,
 }
 
@@ -76,8 +79,9 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// A pool of up to `size` workers; none is started yet.
-    pub fn new(size: u32, handler: impl Fn(Envelope) + 'static) -> Self {
+    /// A pool of up to `size` workers; none is started yet. `handler` gets the page's events, each
+    /// with its run.
+    pub fn new(size: u32, handler: impl Fn(u64, PageEvent) + 'static) -> Self {
         Pool {
             inner: Rc::new(RefCell::new(Inner {
                 clients: Vec::new(),
@@ -217,9 +221,9 @@ impl Pool {
         }
     }
 
-    fn emit(&self, envelope: Envelope) {
+    fn emit(&self, run: u64, event: PageEvent) {
         let handler = self.inner.borrow().handler.clone();
-        handler(envelope);
+        handler(run, event);
     }
 
     /// Fails the current run with `message` (once), and stops its other workers.
@@ -240,10 +244,12 @@ impl Pool {
             self.cancel(r);
         }
         if let Some(r) = first {
-            self.emit(Envelope { run: r, response: Response::Failed { message } });
+            self.emit(r, PageEvent::Failed { message });
         }
     }
 
+    /// Takes in worker `index`'s message: the pool acts on those that coordinate the workers and
+    /// passes the page's events on (the lead's; progress combined over all workers).
     fn on_message(&self, index: usize, envelope: Envelope, bytes: Option<JsValue>) {
         let Envelope { run, response } = envelope;
         let current = self.inner.borrow().current.as_ref().map(|c| (c.run, c.over));
@@ -255,14 +261,31 @@ impl Pool {
         if !live {
             return;
         }
-        match response {
-            Response::Split { tensor, of, columns } if index == 0 => self.split(run, tensor, of, columns),
-            Response::Verdict { verdict, .. } if index == 0 => self.send_verdict(run, verdict),
-            Response::BandPart { step, frobenius } if index > 0 => {
-                self.client(0).send(Request::BandPart { run, share: index as u32, step, frobenius }, Vec::new());
+        let lead = index == 0;
+        // What the lead alone tells the page; a helper's copy (it has none) is dropped.
+        let from_lead = |event: PageEvent| {
+            if lead {
+                self.emit(run, event);
             }
-            Response::SampleDots { blocks } if index > 0 => {
-                if let Some(bytes) = bytes {
+        };
+        match response {
+            Response::Split { tensor, of, columns } => {
+                if lead {
+                    self.split(run, tensor, of, columns);
+                }
+            }
+            Response::Verdict { verdict, .. } => {
+                if lead {
+                    self.send_verdict(run, verdict);
+                }
+            }
+            Response::BandPart { step, frobenius } => {
+                if !lead {
+                    self.client(0).send(Request::BandPart { run, share: index as u32, step, frobenius }, Vec::new());
+                }
+            }
+            Response::SampleDots { blocks } => {
+                if let Some(bytes) = bytes.filter(|_| !lead) {
                     self.client(0).send_bytes(Request::SampleDots { run, blocks }, bytes);
                 }
             }
@@ -281,17 +304,33 @@ impl Pool {
                     combine(&c.progress, c.columns)
                 };
                 if let Some(p) = combined {
-                    self.emit(Envelope { run, response: Response::Progress(p) });
+                    self.emit(run, PageEvent::Progress(p));
                 }
             }
             Response::Failed { message } => self.fail(run, message, false),
-            Response::GpuFailed { message } if index == 0 => self.rerun_on_cpu(run, message),
-            Response::Done(report) if index == 0 => {
-                self.cancel_bands(run);
-                self.emit(Envelope { run, response: Response::Done(report) });
+            Response::GpuFailed { message } => {
+                if lead {
+                    self.rerun_on_cpu(run, message);
+                }
             }
-            other if index == 0 => self.emit(Envelope { run, response: other }),
-            _ => {}
+            Response::Done(report) => {
+                if lead {
+                    self.cancel_bands(run);
+                    self.emit(run, PageEvent::Done(report));
+                }
+            }
+            Response::Opened(opened) => from_lead(PageEvent::Opened(opened)),
+            Response::Choose { opened, message } => from_lead(PageEvent::Choose { opened, message }),
+            Response::Geometry(geometry) => from_lead(PageEvent::Geometry(geometry)),
+            Response::GeometryFailed { message } => from_lead(PageEvent::GeometryFailed { message }),
+            Response::Neighbours(neighbours) => from_lead(PageEvent::Neighbours(neighbours)),
+            Response::NeighboursFailed { message } => from_lead(PageEvent::NeighboursFailed { message }),
+            Response::CentredProgress { fraction } => from_lead(PageEvent::CentredProgress { fraction }),
+            Response::Centred(centred) => from_lead(PageEvent::Centred(centred)),
+            Response::CentredFailed { message } => from_lead(PageEvent::CentredFailed { message }),
+            // The worker's handle consumes Ready and Cancelled; a crash was handled above; benchmark
+            // answers go to whoever asked (scripts/bench.sh talks to a worker of its own).
+            Response::Ready | Response::Cancelled | Response::Crashed { .. } | Response::Benchmark { .. } => {}
         }
     }
 

@@ -1,25 +1,26 @@
-//! The loops that step a pass from the event loop: the lead's analysis, a helper's share of it, and
-//! the centred pass that follows a result.
+//! The loops that step a pass from the event loop: the lead's analysis (a sequence of steps, each a
+//! method of `Lead`) and the centred pass that follows a result. A helper's share is `share.rs`'s.
 
 use std::rc::Rc;
 
 use web_sys::File;
 
 use super::bench::wasm_memory_bytes;
-use super::crash::{crash_if_asked, gpu_loss_asked, helper_pause_ms};
+use super::crash::{crash_if_asked, gpu_loss_asked};
 use super::pacer::{now_ms, performance_now, sleep_ms, yield_task, Pacer};
-use super::sources::open_sources;
+use super::sources::{open_sources, Sources};
 use super::{
-    cache_gpu, cached_gpu, keep_matrix, matrix_of, partials_waiting, post, post_partial, post_sample_dots,
-    read_partial, stop_early_asked, take_band_parts, take_partial, take_sample_dots, take_verdict,
+    cache_gpu, cached_gpu, keep_matrix, matrix_of, partials_waiting, post, read_partial, stop_early_asked,
+    take_band_parts, take_partial, take_sample_dots,
 };
 use crate::explain::centred::CentredPass;
 use crate::explain::geometry::{of_analysis, GeometryTiming, WITH_RESULT_MAX_DIM};
 use crate::pass::accumulate::Route;
-use crate::pass::analysis::{Phase, Progress};
+use crate::pass::analysis::Progress;
 use crate::pass::gpu::{GpuChoice, GpuContext};
 use crate::pass::shares::{choose_split, Share, Split, WORKER_MEMORY_LIMIT};
 use crate::read::locate::LocateError;
+use crate::result::report::Report;
 use crate::run::job::{Job, JobOptions, Opened};
 use crate::worker::protocol::{Response, RunSettings, SourceSpec};
 use crate::Error;
@@ -33,10 +34,6 @@ const MIN_PATIENCE_MS: f64 = 200.0;
 /// How often a lead whose own share is done looks for the helpers' partials (a timer, not a busy
 /// loop: the helpers need the cores).
 const WAIT_PARTIALS_MS: i32 = 10;
-
-/// How often a helper looks for the lead's verdict on the sample (it comes tens of ms after the
-/// helper's own blocks of the sample's pairs; a few ms late costs nothing).
-const WAIT_VERDICT_MS: i32 = 2;
 
 /// What an analysis or a share of one reads, and how.
 pub(super) struct Task {
@@ -53,12 +50,6 @@ pub(super) enum Stop {
     /// The GPU failed: posted as [`Response::GpuFailed`], and the page runs the pass again on the
     /// CPU pool.
     Gpu(String),
-}
-
-impl From<String> for Stop {
-    fn from(message: String) -> Self {
-        Stop::Failed(message)
-    }
 }
 
 /// A pass's error: the GPU's own are told apart, since the CPU can still give the result.
@@ -115,235 +106,358 @@ pub(super) async fn analyze(
     workers: u32,
     gpu_fallback: Option<String>,
 ) -> Result<(), Stop> {
-    let Task { run, source, files, settings } = task;
+    match steps(task, tensor, workers, gpu_fallback).await {
+        Ok(()) | Err(Halt::Superseded) => Ok(()),
+        Err(Halt::Stop(stop)) => Err(stop),
+    }
+}
+
+/// The lead's steps, in order; each ends the run early by [`Halt`].
+async fn steps(task: Task, tensor: Option<String>, workers: u32, gpu_fallback: Option<String>) -> Result<(), Halt> {
     let started = now_ms();
-    let demo = matches!(source, SourceSpec::Demo(_));
-    let opened = open_sources(&source, files).await?;
-    // A Cancel or a newer run may have come in while the server was probed.
-    let mut pacer = Pacer::new(run);
-    if pacer.superseded() {
-        return Ok(());
+    let demo = matches!(task.source, SourceSpec::Demo(_));
+    let Some(mut lead) = Lead::open(task, tensor.as_deref(), workers).await? else { return Ok(()) };
+    let gpu_fallback = lead.choose_gpu(demo, gpu_fallback).await?;
+    lead.pass().await?;
+    lead.wait_for_bands().await?;
+    lead.take_partials().await?;
+    let report = lead.report(started, gpu_fallback).await?;
+    lead.post_result(report).await;
+    Ok(())
+}
+
+/// Why the lead's steps end before its result is posted.
+enum Halt {
+    /// A Cancel or a newer run came in: nothing more is posted about this run.
+    Superseded,
+    /// The run ends without a result, which the worker's loop posts.
+    Stop(Stop),
+}
+
+impl From<Stop> for Halt {
+    fn from(stop: Stop) -> Self {
+        Halt::Stop(stop)
     }
-    let traffic = opened.url.as_ref().map(|(_, t)| t.clone());
-    let bytes_fetched = || traffic.as_ref().map(|t| t.bytes.get());
-    let config = settings.config();
-    // Over the network every byte is a download: read the embedding and nothing more.
-    let options = JobOptions { tensor_bytes_only: opened.url.is_some(), gpu: None };
-    let (mut job, found) = match Job::open_with(opened.sources.clone(), tensor.as_deref(), config, options) {
-        Ok(opened) => opened,
-        // No input embedding but matrices to choose from: nothing runs; the page offers them and
-        // says why. With no matrix at all there is nothing to choose: an error.
-        Err(e @ Error::Locate(LocateError::NoInputEmbedding { .. })) if has_candidates(&e) => {
-            let survey = Opened::survey(&opened.sources).map_err(|e| e.to_string())?;
-            post(run, Response::Choose { opened: survey, message: e.to_string() });
-            return Ok(());
-        }
-        Err(e) => return Err(Stop::Failed(e.to_string())),
-    };
-    let chosen = found.chosen.clone();
-    post(run, Response::Opened(found));
-    let (gpu, gpu_fallback) = match gpu_choice(settings.gpu, demo, job.matrix().shape().ok()) {
-        Ok(GpuChoice::Off) => (None, gpu_fallback),
-        Ok(choice) => match gpu_for(choice).await {
-            Ok(gpu) => (gpu, gpu_fallback),
-            Err(why) => (None, gpu_fallback.or(Some(why))),
-        },
-        Err(why) => (None, gpu_fallback.or(Some(why))),
-    };
-    if pacer.superseded() {
-        return Ok(());
+}
+
+impl From<String> for Halt {
+    fn from(message: String) -> Self {
+        Halt::Stop(Stop::Failed(message))
     }
-    if let Some(gpu) = &gpu {
-        job.embedding_mut().set_gpu(gpu.clone());
-    }
-    // The split waits for the sample's rows (tens of ms), which say whether the pass is bound by
-    // its reads (`split_after_sample`); a GPU pass is the lead's alone.
-    let mut split = gpu.is_some().then_some((1, false));
-    // Split, the helpers wait for what the sample's pairs decide (`Response::Verdict`).
-    let mut verdict_posted = false;
-    // Blocks of the sample's pairs, and how many of them the helpers computed.
-    let mut paired = (0, 0);
-    let mut estimate_posted = false;
-    // The last progress posted with a running ε, reposted between two estimates.
-    let mut last_estimate: Option<Progress> = None;
-    if traffic.is_some() {
-        // The headers' download, shown before the first rows arrive.
-        let mut progress = job.progress();
-        progress.bytes_fetched = bytes_fetched();
-        post(run, Response::Progress(progress));
-    }
-    let mut ahead = opened.read_ahead();
-    loop {
-        ahead.before_step(job.step_reads(), |n| job.upcoming_reads(n)).await;
-        // A Cancel or a newer run may have come in while the reads were awaited: nothing more is
-        // posted about this run once its Cancel is acknowledged.
+}
+
+/// The lead's run once its sources are open: the job and what its steps share.
+struct Lead {
+    run: u64,
+    settings: RunSettings,
+    /// Workers the page can give this run.
+    workers: u32,
+    opened: Sources,
+    job: Job,
+    pacer: Pacer,
+    /// The tensor analysed, which the helpers of a split pass are told to take.
+    chosen: String,
+    gpu: Option<Rc<GpuContext>>,
+    /// Over how many workers the pass runs, and whether split by columns: decided once the
+    /// sample's rows are read (`split_after_sample`), at once for a GPU pass (the lead's alone).
+    split: Option<(u32, bool)>,
+    /// Split, the helpers wait for what the sample's pairs decide ([`Response::Verdict`]): until it
+    /// is posted, the blocks of the sample's pairs and how many of them the helpers computed.
+    verdict_due: Option<(u32, u32)>,
+    /// The last progress posted with a running ε, reposted between two estimates.
+    last_estimate: Option<Progress>,
+}
+
+impl Lead {
+    /// Opens the sources and the job, and tells the page what was found (`Opened`), or, when the
+    /// files hold no input embedding but matrices to choose from, offers them (`Choose`: None, nothing
+    /// runs). With no matrix at all there is nothing to choose: an error.
+    async fn open(task: Task, tensor: Option<&str>, workers: u32) -> Result<Option<Lead>, Halt> {
+        let Task { run, source, files, settings } = task;
+        let opened = open_sources(&source, files).await?;
+        // A Cancel or a newer run may have come in while the server was probed.
+        let pacer = Pacer::new(run);
         if pacer.superseded() {
-            return Ok(());
+            return Err(Halt::Superseded);
         }
-        if job.step().map_err(pass_error)? {
-            break;
-        }
-        if split.is_none() && job.embedding().sample_is_read() {
-            let (of, columns) = split_after_sample(&mut job, settings.split, workers);
-            if of > 1 {
-                post(run, Response::Split { tensor: chosen.clone(), of, columns });
+        let config = settings.config();
+        // Over the network every byte is a download: read the embedding and nothing more.
+        let options = JobOptions { tensor_bytes_only: opened.url.is_some(), gpu: None };
+        let (job, found) = match Job::open_with(opened.sources.clone(), tensor, config, options) {
+            Ok(opened) => opened,
+            Err(e @ Error::Locate(LocateError::NoInputEmbedding { .. })) if has_candidates(&e) => {
+                let survey = Opened::survey(&opened.sources).map_err(|e| e.to_string())?;
+                post(run, Response::Choose { opened: survey, message: e.to_string() });
+                return Ok(None);
             }
-            split = Some((of, columns));
-            // The running ε is the lead's alone: time spent on it is time the helpers wait at the
-            // end, so it is computed less often (`Pacer::share_estimates`).
-            pacer.share_estimates(of > 1);
-            if of > 1 {
-                paired = pair_sample_with_helpers(&mut job, run, of, &mut pacer).await.map_err(pass_error)?;
-                if pacer.superseded() {
+            Err(e) => return Err(Stop::Failed(e.to_string()).into()),
+        };
+        let chosen = found.chosen.clone();
+        post(run, Response::Opened(found));
+        Ok(Some(Lead {
+            run,
+            settings,
+            workers,
+            opened,
+            job,
+            pacer,
+            chosen,
+            gpu: None,
+            split: None,
+            verdict_due: None,
+            last_estimate: None,
+        }))
+    }
+
+    /// Ends the run quietly when a Cancel or a newer run came in.
+    fn go_on(&self) -> Result<(), Halt> {
+        if self.pacer.superseded() {
+            Err(Halt::Superseded)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The bytes downloaded so far, for a model opened by URL.
+    fn bytes_fetched(&self) -> Option<u64> {
+        self.opened.url.as_ref().map(|(_, traffic)| traffic.bytes.get())
+    }
+
+    /// Takes the GPU the settings ask for and the pass can use; returns why the pass is on the CPU
+    /// when a GPU was asked for (`gpu_fallback`, kept when the page gave one).
+    async fn choose_gpu(&mut self, demo: bool, gpu_fallback: Option<String>) -> Result<Option<String>, Halt> {
+        let (gpu, gpu_fallback) = match gpu_choice(self.settings.gpu, demo, self.job.matrix().shape().ok()) {
+            Ok(GpuChoice::Off) => (None, gpu_fallback),
+            Ok(choice) => match gpu_for(choice).await {
+                Ok(gpu) => (gpu, gpu_fallback),
+                Err(why) => (None, gpu_fallback.or(Some(why))),
+            },
+            Err(why) => (None, gpu_fallback.or(Some(why))),
+        };
+        self.go_on()?;
+        if let Some(gpu) = &gpu {
+            self.job.embedding_mut().set_gpu(gpu.clone());
+        }
+        // The split waits for the sample's rows (tens of ms), which say whether the pass is bound by
+        // its reads (`split_after_sample`); a GPU pass is the lead's alone.
+        self.split = gpu.is_some().then_some((1, false));
+        self.gpu = gpu;
+        Ok(gpu_fallback)
+    }
+
+    /// The lead's pass, step after step, until its last or *Stop here*: the split once the
+    /// sample's rows are read, the verdict for the helpers, the bands' checkpoints, the GPU's queue
+    /// and the progress posts.
+    async fn pass(&mut self) -> Result<(), Halt> {
+        if self.opened.url.is_some() {
+            // The headers' download, shown before the first rows arrive.
+            let mut progress = self.job.progress();
+            progress.bytes_fetched = self.bytes_fetched();
+            post(self.run, Response::Progress(progress));
+        }
+        let mut ahead = self.opened.read_ahead();
+        loop {
+            ahead.before_step(self.job.step_reads(), |n| self.job.upcoming_reads(n)).await;
+            // A Cancel or a newer run may have come in while the reads were awaited: nothing more
+            // is posted about this run once its Cancel is acknowledged.
+            self.go_on()?;
+            if self.job.step().map_err(pass_error)? {
+                return Ok(());
+            }
+            if self.split.is_none() && self.job.embedding().sample_is_read() {
+                self.split_after_sample().await?;
+            }
+            self.post_verdict();
+            self.take_checkpoints()?;
+            // Split by columns, the lead stops at the bands' last common checkpoint, and steps on
+            // until there is one (`Job::stop`).
+            if stop_early_asked() && self.job.stop() {
+                return Ok(());
+            }
+            // The GPU's queue is kept short (memory), without blocking the worker. Messages get in
+            // while the GPU is awaited: a Cancel or a newer run ends this loop before it posts
+            // anything more, and Stop here ends it with the estimate on screen, without waiting for
+            // the block.
+            if let Some(settled) = unless_interrupted(self.job.embedding_mut().settle_gpu(), &self.pacer).await {
+                settled.map_err(pass_error)?;
+            }
+            self.go_on()?;
+            if stop_early_asked() && self.job.stop() {
+                return Ok(());
+            }
+            // The first running ε goes on screen as soon as the pass has one, not at the next tick.
+            let first_estimate = self.last_estimate.is_none() && self.job.embedding().has_estimate();
+            if self.pacer.progress_due(first_estimate) {
+                if let Some(refreshed) =
+                    unless_interrupted(self.job.embedding_mut().refresh_gpu_estimate(), &self.pacer).await
+                {
+                    refreshed.map_err(pass_error)?;
+                }
+                self.go_on()?;
+                if stop_early_asked() && self.job.stop() {
                     return Ok(());
                 }
+                self.post_progress();
             }
+            // The helpers' partials wait in the state until the lead's own share is done, and are
+            // then taken in by share: the f64 sums then add in one order whatever the timing, so
+            // the same seed gives the same bits (taken in as they came, μ differed in its last bit).
+            self.pacer.pause().await;
+            self.go_on()?;
         }
-        if !verdict_posted && split.is_some_and(|(of, _)| of > 1) {
-            if let Some(verdict) = job.embedding().sample_verdict() {
-                let (blocks, blocks_from_helpers) = paired;
-                post(run, Response::Verdict { verdict: verdict.clone(), blocks, blocks_from_helpers });
-                verdict_posted = true;
+    }
+
+    /// The sample's rows are read: splits the pass (`split_after_sample`) and, split, pairs the
+    /// sample with the helpers.
+    async fn split_after_sample(&mut self) -> Result<(), Halt> {
+        let (of, columns) = split_after_sample(&mut self.job, self.settings.split, self.workers);
+        if of > 1 {
+            post(self.run, Response::Split { tensor: self.chosen.clone(), of, columns });
+        }
+        self.split = Some((of, columns));
+        // The running ε is the lead's alone: time spent on it is time the helpers wait at the end,
+        // so it is computed less often (`Pacer::share_estimates`).
+        self.pacer.share_estimates(of > 1);
+        if of > 1 {
+            let paired =
+                pair_sample_with_helpers(&mut self.job, self.run, of, &mut self.pacer).await.map_err(pass_error)?;
+            self.verdict_due = Some(paired);
+            self.go_on()?;
+        }
+        Ok(())
+    }
+
+    /// Split, posts what the sample's pairs decided once the lead has it, for the helpers.
+    fn post_verdict(&mut self) {
+        let Some((blocks, blocks_from_helpers)) = self.verdict_due else { return };
+        if let Some(verdict) = self.job.embedding().sample_verdict() {
+            post(self.run, Response::Verdict { verdict: verdict.clone(), blocks, blocks_from_helpers });
+            self.verdict_due = None;
+        }
+    }
+
+    /// Split by columns: the bands' parts of ‖G‖²_F at their checkpoints (the running ε).
+    fn take_checkpoints(&mut self) -> Result<(), Halt> {
+        self.job.embedding_mut().note_checkpoint();
+        self.take_band_parts()
+    }
+
+    /// The bands' parts of ‖G‖²_F received since the last look.
+    fn take_band_parts(&mut self) -> Result<(), Halt> {
+        for (band, step, part) in take_band_parts(self.run) {
+            self.job.embedding_mut().take_band_part(band, step, part).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Posts the progress, with a new running ε when one is due (else the last one again); the
+    /// test crashes fire here.
+    fn post_progress(&mut self) {
+        let mut progress = match self.last_estimate.as_ref().filter(|_| !self.pacer.estimate_due()) {
+            Some(last) => self.job.progress_reusing(last),
+            None => {
+                let started = performance_now();
+                let progress = self.job.progress();
+                self.pacer.estimated(performance_now() - started);
+                progress
             }
+        };
+        if progress.epsilon.is_some() {
+            self.last_estimate = Some(progress.clone());
         }
-        // Split by columns: the bands' parts of ‖G‖²_F at their checkpoints (the running ε).
-        job.embedding_mut().note_checkpoint();
-        for (band, step, part) in take_band_parts(run) {
-            job.embedding_mut().take_band_part(band, step, part).map_err(|e| e.to_string())?;
+        crash_if_asked(self.settings.crash, progress.rows_seen);
+        if let Some(gpu) = self.gpu.as_ref().filter(|_| gpu_loss_asked(self.settings.crash, progress.rows_seen)) {
+            gpu.lose_device_for_test();
         }
-        // Split by columns, the lead stops at the bands' last common checkpoint, and steps on
-        // until there is one (`Job::stop`).
-        if stop_early_asked() && job.stop() {
-            break;
-        }
-        // The GPU's queue is kept short (memory), without blocking the worker. Messages get in
-        // while the GPU is awaited: a Cancel or a newer run ends this loop before it posts anything
-        // more, and Stop here ends it with the estimate on screen, without waiting for the block.
-        if let Some(settled) = unless_interrupted(job.embedding_mut().settle_gpu(), &pacer).await {
-            settled.map_err(pass_error)?;
-        }
-        if pacer.superseded() {
+        progress.bytes_fetched = self.bytes_fetched();
+        post(self.run, Response::Progress(progress));
+    }
+
+    /// Split by columns, a lead whose own band is done waits for slower bands: their checkpoints
+    /// still move the running ε, and *Stop here* takes the last one. Their partials are taken in
+    /// only once all have come, since a band placed into G ends the bands' running estimate.
+    async fn wait_for_bands(&mut self) -> Result<(), Halt> {
+        let (of, columns) = self.split.unwrap_or((1, false));
+        if !columns || of < 2 || self.job.embedding().stopped_at_estimate() {
             return Ok(());
         }
-        if stop_early_asked() && job.stop() {
-            break;
-        }
-        // The first running ε goes on screen as soon as the pass has one, not at the next tick.
-        let first_estimate = !estimate_posted && job.embedding().has_estimate();
-        if pacer.progress_due(first_estimate) {
-            if let Some(refreshed) = unless_interrupted(job.embedding_mut().refresh_gpu_estimate(), &pacer).await {
-                refreshed.map_err(pass_error)?;
-            }
-            if pacer.superseded() {
-                return Ok(());
-            }
-            if stop_early_asked() && job.stop() {
+        while partials_waiting(self.run) + 1 < of as usize {
+            self.take_band_parts()?;
+            if stop_early_asked() && self.job.stop_while_waiting() {
                 break;
             }
-            let mut progress = match last_estimate.as_ref().filter(|_| !pacer.estimate_due()) {
-                Some(last) => job.progress_reusing(last),
-                None => {
-                    let started = performance_now();
-                    let progress = job.progress();
-                    pacer.estimated(performance_now() - started);
-                    progress
+            if self.pacer.progress_due(false) {
+                let mut progress = self.job.progress();
+                progress.bytes_fetched = self.bytes_fetched();
+                post(self.run, Response::Progress(progress));
+            }
+            sleep_ms(WAIT_PARTIALS_MS).await;
+            self.go_on()?;
+        }
+        Ok(())
+    }
+
+    /// Takes in the helpers' partials, in share order. The helpers post them when their shares end
+    /// (or, split by rows, on "stop here"). Stopped at a checkpoint of a split by columns, the result
+    /// is that estimate: the page cancels the bands.
+    async fn take_partials(&mut self) -> Result<(), Halt> {
+        let (of, _) = self.split.unwrap_or((1, false));
+        let partials = if self.job.embedding().stopped_at_estimate() { 1 } else { of };
+        for share in 1..partials {
+            loop {
+                if let Some(bytes) = take_partial(self.run, share) {
+                    let (partial, band) = read_partial(&bytes).map_err(|e| e.to_string())?;
+                    self.job.embedding_mut().absorb_from(&partial, Some(&band)).map_err(|e| e.to_string())?;
+                    break;
                 }
-            };
-            estimate_posted |= progress.epsilon.is_some();
-            if progress.epsilon.is_some() {
-                last_estimate = Some(progress.clone());
-            }
-            crash_if_asked(settings.crash, progress.rows_seen);
-            if let Some(gpu) = gpu.as_ref().filter(|_| gpu_loss_asked(settings.crash, progress.rows_seen)) {
-                gpu.lose_device_for_test();
-            }
-            progress.bytes_fetched = bytes_fetched();
-            post(run, Response::Progress(progress));
-        }
-        // The helpers' partials wait in the state until the lead's own share is done, and are
-        // then taken in by share: the f64 sums then add in one order whatever the timing, so the
-        // same seed gives the same bits (taken in as they came, μ differed in its last bit).
-        pacer.pause().await;
-        if pacer.superseded() {
-            return Ok(());
-        }
-    }
-    let (of, columns) = split.unwrap_or((1, false));
-    // Split by columns, a lead whose own band is done waits for slower bands: their checkpoints
-    // still move the running ε, and *Stop here* takes the last one. Their partials are taken in
-    // only once all have come, since a band placed into G ends the bands' running estimate.
-    if columns && of > 1 && !job.embedding().stopped_at_estimate() {
-        while partials_waiting(run) + 1 < of as usize {
-            for (band, step, part) in take_band_parts(run) {
-                job.embedding_mut().take_band_part(band, step, part).map_err(|e| e.to_string())?;
-            }
-            if stop_early_asked() && job.stop_while_waiting() {
-                break;
-            }
-            if pacer.progress_due(false) {
-                let mut progress = job.progress();
-                progress.bytes_fetched = bytes_fetched();
-                post(run, Response::Progress(progress));
-            }
-            sleep_ms(WAIT_PARTIALS_MS).await;
-            if pacer.superseded() {
-                return Ok(());
+                sleep_ms(WAIT_PARTIALS_MS).await;
+                self.go_on()?;
             }
         }
+        Ok(())
     }
-    // The helpers post their partials when their shares end (or, split by rows, on "stop here").
-    // Stopped at a checkpoint of a split by columns, the result is that estimate: the page cancels
-    // the bands.
-    let partials = if job.embedding().stopped_at_estimate() { 1 } else { of };
-    for share in 1..partials {
-        loop {
-            if let Some(bytes) = take_partial(run, share) {
-                let (partial, band) = read_partial(&bytes).map_err(|e| e.to_string())?;
-                job.embedding_mut().absorb_from(&partial, Some(&band)).map_err(|e| e.to_string())?;
-                break;
+
+    /// The Report, once the GPU's sums are read back (once, into the accumulator the report and
+    /// the eigen step read); the matrix is kept for the requests that follow the result.
+    async fn report(&mut self, started: f64, gpu_fallback: Option<String>) -> Result<Report, Halt> {
+        self.job.finish_gpu().await.map_err(pass_error)?;
+        self.go_on()?;
+        let mut report = self.job.report(now_ms() - started).map_err(|e| e.to_string())?;
+        report.gpu_fallback = report.gpu_fallback.or(gpu_fallback);
+        keep_matrix(self.run, self.job.matrix().clone());
+        report.peak_wasm_bytes = wasm_memory_bytes();
+        report.source_url = self.opened.url.as_ref().map(|(u, _)| u.clone());
+        report.bytes_fetched = self.bytes_fetched();
+        Ok(report)
+    }
+
+    /// Posts the result and its geometry. The spectrum comes with the result while the eigen step
+    /// is short (d ≤ 2048: well under 2 s); beyond, it runs after the result is shown — one call of
+    /// tens of seconds at d = 4096 that cannot yield. A run started meanwhile cancels this one, and
+    /// the page replaces a worker that does not acknowledge (`client.rs`).
+    async fn post_result(&self, mut report: Report) {
+        let run = self.run;
+        if report.dim <= WITH_RESULT_MAX_DIM {
+            let geometry = of_analysis(self.job.embedding(), GeometryTiming::WithTheResult, 1);
+            if let Ok(g) = &geometry {
+                report.geometry = g.clone();
             }
-            sleep_ms(WAIT_PARTIALS_MS).await;
-            if pacer.superseded() {
-                return Ok(());
+            post(run, Response::Done(Box::new(report)));
+            if let Err(e) = geometry {
+                post(run, Response::GeometryFailed { message: e.to_string() });
             }
-        }
-    }
-    // The GPU's sums are read back once, into the accumulator the report and the eigen step read.
-    job.finish_gpu().await.map_err(pass_error)?;
-    if pacer.superseded() {
-        return Ok(());
-    }
-    let mut report = job.report(now_ms() - started).map_err(|e| e.to_string())?;
-    report.gpu_fallback = report.gpu_fallback.or(gpu_fallback);
-    keep_matrix(run, job.matrix().clone());
-    report.peak_wasm_bytes = wasm_memory_bytes();
-    report.source_url = opened.url.as_ref().map(|(u, _)| u.clone());
-    report.bytes_fetched = bytes_fetched();
-    // The spectrum comes with the result while the eigen step is short (d ≤ 2048: well under 2 s);
-    // beyond, it runs after the result is shown — one call of tens of seconds at d = 4096 that cannot
-    // yield. A run started meanwhile cancels this one, and the page replaces a worker that does not
-    // acknowledge (`client.rs`).
-    if report.dim <= WITH_RESULT_MAX_DIM {
-        let geometry = of_analysis(job.embedding(), GeometryTiming::WithTheResult, 1);
-        if let Ok(g) = &geometry {
-            report.geometry = g.clone();
+            return;
         }
         post(run, Response::Done(Box::new(report)));
-        if let Err(e) = geometry {
-            post(run, Response::GeometryFailed { message: e.to_string() });
-        }
-        return Ok(());
-    }
-    post(run, Response::Done(Box::new(report)));
-    yield_task().await;
-    if !pacer.superseded() {
-        match of_analysis(job.embedding(), GeometryTiming::AfterTheResult, 1) {
-            Ok(Some(geometry)) => post(run, Response::Geometry(geometry)),
-            Ok(None) => {}
-            Err(e) => post(run, Response::GeometryFailed { message: e.to_string() }),
+        yield_task().await;
+        if !self.pacer.superseded() {
+            match of_analysis(self.job.embedding(), GeometryTiming::AfterTheResult, 1) {
+                Ok(Some(geometry)) => post(run, Response::Geometry(geometry)),
+                Ok(None) => {}
+                Err(e) => post(run, Response::GeometryFailed { message: e.to_string() }),
+            }
         }
     }
-    Ok(())
 }
 
 /// Splits the lead's pass once its sample's rows are read: by rows as far as whole accumulators
@@ -432,97 +546,6 @@ async fn unless_interrupted<T>(work: impl std::future::Future<Output = T>, pacer
         Either::Left((value, _)) => Some(value),
         Either::Right(_) => None,
     }
-}
-
-/// A helper worker: its share of the lead's pass, then the partial for the lead.
-pub(super) async fn run_share(task: Task, tensor: String, share: Share) -> Result<(), String> {
-    let Task { run, source, files, settings } = task;
-    let opened = open_sources(&source, files).await?;
-    let mut pacer = Pacer::new(run);
-    if pacer.superseded() {
-        return Ok(());
-    }
-    let mut ahead = opened.read_ahead();
-    let mut analysis = Job::open_share(opened.sources, &tensor, settings.config(), share).map_err(|e| e.to_string())?;
-    // The helper reads the histogram's sample and computes its blocks of the sample's pairs for
-    // the lead (`pair_sample_with_helpers`), which sends what they decided: the share's pass starts
-    // with that. Stopped before it comes, the share ends with nothing summed.
-    while analysis.phase() == Phase::Sample {
-        ahead.before_step(analysis.step_reads(), |n| (analysis.file(), analysis.upcoming_reads(n))).await;
-        if pacer.superseded() {
-            return Ok(());
-        }
-        analysis.step().map_err(|e| e.to_string())?;
-        if stop_early_asked() {
-            post_partial(run, Response::Partial, analysis.into_partial());
-            return Ok(());
-        }
-        pacer.pause().await;
-        if pacer.superseded() {
-            return Ok(());
-        }
-    }
-    let blocks = analysis.sample_pair_blocks();
-    let mut mine = Vec::new();
-    let mut values = Vec::new();
-    for (k, rows) in blocks.iter().enumerate().filter(|(k, _)| share.pairs_sample_block(*k)) {
-        mine.push(k as u32);
-        values.push(analysis.sample_pair_dots(rows));
-        pacer.pause().await;
-        if pacer.superseded() {
-            return Ok(());
-        }
-    }
-    if !mine.is_empty() {
-        post_sample_dots(run, mine, &values);
-    }
-    drop(values);
-    loop {
-        if let Some(verdict) = take_verdict(run) {
-            analysis.skip_sample(&verdict);
-            break;
-        }
-        if stop_early_asked() {
-            post_partial(run, Response::Partial, analysis.into_partial());
-            return Ok(());
-        }
-        sleep_ms(WAIT_VERDICT_MS).await;
-        if pacer.superseded() {
-            return Ok(());
-        }
-    }
-    while analysis.phase() != Phase::Done {
-        ahead.before_step(analysis.step_reads(), |n| (analysis.file(), analysis.upcoming_reads(n))).await;
-        if pacer.superseded() {
-            return Ok(());
-        }
-        analysis.step().map_err(|e| e.to_string())?;
-        if let Some((step, frobenius)) = analysis.band_part() {
-            post(run, Response::BandPart { step, frobenius });
-        }
-        if let Some(ms) = helper_pause_ms(settings.crash) {
-            sleep_ms(ms).await;
-            if pacer.superseded() {
-                return Ok(());
-            }
-        }
-        if stop_early_asked() {
-            break;
-        }
-        if pacer.progress_due(false) {
-            // The page shows the lead's running ε, not a helper's: no pass over G for it.
-            let progress = analysis.progress_without_estimate();
-            crash_if_asked(settings.crash, progress.rows_seen);
-            post(run, Response::Progress(progress));
-        }
-        pacer.pause().await;
-        if pacer.superseded() {
-            return Ok(());
-        }
-    }
-    post(run, Response::Progress(analysis.progress_without_estimate()));
-    post_partial(run, Response::Partial, analysis.into_partial());
-    Ok(())
 }
 
 /// The centred pass over run `run`'s matrix, a chunk at a time between yields.

@@ -6,6 +6,7 @@ mod analyze;
 mod bench;
 mod crash;
 mod pacer;
+mod share;
 mod sources;
 
 use std::cell::RefCell;
@@ -26,7 +27,8 @@ use crate::pass::shares::{PassError, PassPartial};
 use crate::pass::wire::Frame;
 use crate::read::matrix::Matrix;
 
-use analyze::{analyze, run_centred, run_share, Stop, Task};
+use analyze::{analyze, run_centred, Stop, Task};
+use share::run_share;
 use sources::attached_files;
 
 /// The envelope's run of a message about no run (Ready, the benchmark, an unreadable request, a
