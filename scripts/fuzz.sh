@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the four header parsers for SECONDS each (default 600):
+# Fuzzes the readers' parsers for SECONDS each (default 600):
 #   scripts/fuzz.sh [seconds] [target ...]
 # FUZZ_BUILD_FLAGS (e.g. -O: release without debug assertions, reusing a `cargo fuzz build -O`)
 # is passed to cargo fuzz; the default keeps debug assertions and overflow checks on.
@@ -13,7 +13,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index onnx torch config_json sae_config)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header gguf_header npy_header shard_index onnx torch npz config_json sae_config)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
@@ -57,6 +57,14 @@ mkdir -p "$seeds/sae_config"
 [ -f "$seeds/sae_config/saelens" ] || printf '\x00%s' '{"d_in":4,"d_sae":8,"architecture":"jumprelu","metadata":{"hook_name":"blocks.3.hook_resid_post"}}' > "$seeds/sae_config/saelens"
 [ -f "$seeds/sae_config/sparsify" ] || printf '\x01%s' '{"d_in":4,"num_latents":8,"k":2,"expansion_factor":2}' > "$seeds/sae_config/sparsify"
 [ -f "$seeds/sae_config/llama_scope" ] || printf '\x02%s' '{"d_model":4,"d_sae":8,"hook_point_in":"blocks.3.hook_resid_post"}' > "$seeds/sae_config/llama_scope"
+
+# The npz target starts from a small valid .npy (its second half fuzzes a deflated member of it).
+mkdir -p "$seeds/npz"
+[ -f "$seeds/npz/minimal" ] || python3 -c '
+import struct, sys
+h = "{\x27descr\x27: \x27<f4\x27, \x27fortran_order\x27: False, \x27shape\x27: (2, 4), }"
+h += " " * (63 - (10 + len(h)) % 64) + "\n"
+sys.stdout.buffer.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + bytes(32))' > "$seeds/npz/minimal"
 
 cd fuzz
 mkdir -p logs
