@@ -921,12 +921,16 @@ fn the_reading_layer_never_unwraps() {
 /// The types under `src/pass/` that may derive serde, and why: the Report's fields and the
 /// requests' settings, which are messages by design. The accumulators are not: a worker sends its
 /// partial as a message of `pass::wire`, whose types are all this rule lets through besides these.
-const SERDE_AT_THE_BOUNDARY: [(&str, &str); 16] = [
+const SERDE_AT_THE_BOUNDARY: [(&str, &str); 20] = [
     ("Moments", "the Report's moments"),
     ("RowCounts", "the Report's row counts"),
     ("SampledHistogram", "the Report's histograms"),
     ("TopPair", "the Report's tail explorer pairs"),
-    ("Capacities", "the Report's capacity bounds"),
+    ("Capacities", "the Report's capacity formulas"),
+    ("CapacityProven", "the Report's proven capacity interval"),
+    ("FloorBy", "the name of the Report's floor"),
+    ("AtMostBy", "the name of the Report's upper bound"),
+    ("AtLeastBy", "the name of the Report's lower bound"),
     ("Class", "the Report's class"),
     ("GpuInfo", "the Report's adapter"),
     ("GpuChoice", "a request's setting"),

@@ -25,6 +25,7 @@
 pub mod accumulate;
 pub mod analysis;
 pub mod bands;
+pub mod capacity;
 pub mod error;
 pub mod estimate;
 pub mod gpu;

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::pass::capacity;
 use crate::pass::estimate::{self, Capacities};
 
 /// The paper this app reproduces (`docs/method.md`, header).
@@ -198,6 +199,61 @@ pub fn capacity_vs_dim(epsilon: f64, d_lo: u64, d_hi: u64, points: usize) -> Vec
         .collect();
     ds.dedup();
     ds.into_iter().map(|d| (d, estimate::capacities(d, epsilon))).collect()
+}
+
+/// One cell of the paper's packing sweeps (§3.2–3.3): k unit vectors in R^d and the largest |cos|
+/// left among them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PackingCell {
+    pub k: u64,
+    pub d: u64,
+    pub max_cos: f64,
+}
+
+/// The paper's optimised sweep (Adam, 5000 steps, Σ|G − I|^p; 166 cells), as published.
+pub const OPTIMISED_PACKINGS_JSON: &str = include_str!("paper_data/optimized_packing.json");
+/// The paper's random sweep (min over 1000 trials of k random vectors' max |cos|; 256 cells).
+pub const RANDOM_PACKINGS_JSON: &str = include_str!("paper_data/random_packing.json");
+
+/// A packing file's `[[k, d, ε*], …]`, or why it is not one.
+pub fn packing_cells(json: &str) -> Result<Vec<PackingCell>, String> {
+    let raw: Vec<(f64, f64, f64)> = serde_json::from_str(json).map_err(|e| format!("not [[k, d, ε*], …]: {e}"))?;
+    raw.into_iter()
+        .map(|(k, d, max_cos)| {
+            let whole = |x: f64| x >= 1.0 && x.fract() == 0.0 && x < 1e15;
+            if whole(k) && whole(d) && (0.0..=1.0).contains(&max_cos) {
+                Ok(PackingCell { k: k as u64, d: d as u64, max_cos })
+            } else {
+                Err(format!("cell [{k}, {d}, {max_cos}]: k and d must be whole, ε* in [0, 1]"))
+            }
+        })
+        .collect()
+}
+
+/// The proven interval along a curve: (x, log10 at least, log10 at most), None where unbounded.
+pub type ProvenPoint = (f64, Option<f64>, Option<f64>);
+
+/// The proven interval at each ε of [`capacity_vs_epsilon`]'s grid (`docs/method.md` §2).
+pub fn proven_vs_epsilon(d: u64, eps_lo: f64, eps_hi: f64, points: usize) -> Vec<ProvenPoint> {
+    let mut upper = capacity::UpperBounds::new(d);
+    capacity_vs_epsilon(d, eps_lo, eps_hi, points)
+        .into_iter()
+        .map(|(eps, _)| (eps, capacity::at_least(eps, d).0, upper.at_most(eps).0))
+        .collect()
+}
+
+/// The proven interval at each d of [`capacity_vs_dim`]'s grid, x = d.
+pub fn proven_vs_dim(epsilon: f64, d_lo: u64, d_hi: u64, points: usize) -> Vec<ProvenPoint> {
+    capacity_vs_dim(epsilon, d_lo, d_hi, points)
+        .into_iter()
+        .map(|(d, _)| (d as f64, capacity::at_least(epsilon, d).0, capacity::at_most(epsilon, d).0))
+        .collect()
+}
+
+/// The ε below which no vocabulary of `rows` unit vectors in R^d can go ([`capacity::floor_epsilon`])
+/// at each d of [`capacity_vs_dim`]'s grid: the Table-1 map's lines at V = 32000 and 128256.
+pub fn floor_vs_dim(rows: u64, d_lo: u64, d_hi: u64, points: usize) -> Vec<(u64, f64)> {
+    capacity_vs_dim(0.0, d_lo, d_hi, points).into_iter().map(|(d, _)| (d, capacity::floor_epsilon(rows, d))).collect()
 }
 
 /// The ε window shown when ε is not usable (not finite or ≤ 0): the paper's Class 2 range and a margin.
