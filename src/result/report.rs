@@ -10,6 +10,7 @@ use crate::explain::alignment::TokenAlignment;
 use crate::explain::centred::Centred;
 use crate::explain::geometry::Geometry;
 use crate::pass::analysis::Summary;
+use crate::pass::capacity::{self, CapacityProven};
 use crate::pass::estimate::{self, Capacities, Class, Z_95};
 use crate::pass::gpu::GpuInfo;
 // Where the views and the Report JSON find it; it lives with the histogram it reports.
@@ -74,6 +75,11 @@ pub struct Report {
     pub log10_capacity: Capacities,
     /// False when ε ≥ 0.1: the paper prints "indeterminate".
     pub capacity_determinate: bool,
+    /// What is proven for this ε, d and `rows_used` (`docs/method.md` §2): the floor on max |cos|
+    /// for that many rows, and the directions that provably exist and the most that can. None
+    /// only in reports stored before it existed.
+    #[serde(default)]
+    pub capacity_proven: Option<CapacityProven>,
     pub class: Class,
     pub histogram: SampledHistogram,
     pub histogram_zoom: SampledHistogram,
@@ -217,6 +223,7 @@ impl Report {
             seed: p.seed,
             log10_capacity: estimate::capacities(dim, eps),
             capacity_determinate: estimate::capacity_determinate(eps),
+            capacity_proven: Some(capacity::proven(eps, dim, p.counts.kept)),
             class: estimate::class(eps),
             histogram: SampledHistogram::new(&sample.full, sample.pairs, hist_rows),
             histogram_zoom: SampledHistogram::new(&sample.zoom, sample.pairs, hist_rows),

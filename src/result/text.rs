@@ -4,8 +4,10 @@
 use std::fmt::Write;
 
 use crate::explain::neighbours::Neighbours;
+use crate::pass::capacity::CapacityProven;
 use crate::pass::stats::STRONGLY_OPPOSED;
 use crate::read::locate::TensorRole;
+use crate::result::proven;
 use crate::result::report::{DictionaryReport, Report};
 
 /// The Report as the CLI prints it without `--json`: one fact per line.
@@ -35,13 +37,20 @@ pub fn report(r: &Report) -> String {
     let c = &r.log10_capacity;
     let _ = writeln!(
         s,
-        "log10 capacity: full {:.3}  simple {:.3}  JL C=3.029 {:.3}  JL C=8 {:.3}{}",
+        "log10 capacity, {}: Eq. 7 {:.3}  Eq. 6 {:.3}{}",
+        proven::LAW_NAME,
         c.adjusted_full,
         c.adjusted_simple,
-        c.jl_c3029,
-        c.jl_c8,
         if r.capacity_determinate { "" } else { "  (indeterminate: ε ≥ 0.1)" }
     );
+    let _ = writeln!(s, "log10 JL ({}): C=3.029 {:.3}  C=8 {:.3}", proven::JL_NOTE, c.jl_c3029, c.jl_c8);
+    if let Some(p) = &r.capacity_proven {
+        let _ = writeln!(
+            s,
+            "{}",
+            proven_lines(p, r.epsilon, r.dim, r.rows_used, r.capacity_determinate.then_some(c.adjusted_full))
+        );
+    }
     if let Some(d) = &r.dictionary {
         let _ = writeln!(s, "{}", dictionary(d));
     }
@@ -121,6 +130,27 @@ pub fn report(r: &Report) -> String {
     }
     let _ = writeln!(s, "{}, {:.0} ms, kernel {}", r.class.label(), r.timing_ms, r.kernel);
     s
+}
+
+/// The proven interval, the floor and where the law stands, one per line, with the log10 values
+/// the card rounds.
+pub fn proven_lines(p: &CapacityProven, eps: f64, dim: u64, rows: u64, law: Option<f64>) -> String {
+    let t = proven::describe(p, eps, dim, rows, law);
+    let log = |x: Option<f64>| x.map_or("unbounded".to_string(), |v| format!("{v:.3}"));
+    let mut out = format!(
+        "proven: {}\n  log10 at least {} ({}), at most {} ({})\n  {}",
+        t.interval,
+        log(p.log10_at_least),
+        p.at_least_by.name(),
+        log(p.log10_at_most),
+        p.at_most_by.name(),
+        t.floor
+    );
+    if let Some(v) = t.verdict {
+        out.push_str("\n  ");
+        out.push_str(&v);
+    }
+    out
 }
 
 /// The dictionary's lines: what it is, and the share of its ε's capacity it uses (docs/method.md §10).

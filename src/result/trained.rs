@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::pass::capacity::{self, CapacityProven};
 use crate::pass::estimate::{self, Capacities, Class};
 use crate::pass::stats::{Moments, SampledHistogram, TopPair};
 use crate::read::untrained::{RowRanges, SetAside, UntrainedRule};
@@ -38,6 +39,9 @@ pub struct Without {
     pub epsilon_3sigma: f64,
     pub log10_capacity: Capacities,
     pub capacity_determinate: bool,
+    /// `Report::capacity_proven` for this ε and these rows.
+    #[serde(default)]
+    pub capacity_proven: Option<CapacityProven>,
     pub class: Class,
     /// The sample's most similar pairs with no set-aside row, most similar first.
     pub top_pairs: Vec<TopPair>,
@@ -86,6 +90,7 @@ impl Without {
             epsilon_3sigma: estimate::epsilon_3sigma(m.moments.mu, m.moments.sigma),
             log10_capacity: estimate::capacities(dim, eps),
             capacity_determinate: estimate::capacity_determinate(eps),
+            capacity_proven: Some(capacity::proven(eps, dim, m.moments.rows)),
             class: estimate::class(eps),
             top_pairs: m.top_pairs,
             antipodal_pairs: m.antipodal_pairs,
@@ -221,6 +226,7 @@ mod tests {
             epsilon_3sigma: 0.0,
             log10_capacity: estimate::capacities(8, 0.5),
             capacity_determinate: false,
+            capacity_proven: None,
             class: Class::One,
             top_pairs: vec![],
             antipodal_pairs: vec![],

@@ -99,6 +99,7 @@ impl CompactTrained {
             epsilon_3sigma: estimate::epsilon_3sigma(self.mu, self.sigma),
             log10_capacity: estimate::capacities(dim, eps),
             capacity_determinate: estimate::capacity_determinate(eps),
+            capacity_proven: Some(capacity::proven(eps, dim, self.rows_used)),
             class: estimate::class(eps),
             top_pairs: Vec::new(),
             antipodal_pairs: Vec::new(),

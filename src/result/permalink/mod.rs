@@ -14,7 +14,8 @@
 //!   rows_dropped, pairs, exact, μ, σ and interval; each histogram's lo, hi, bin count, below,
 //!   above, pairs and rows in the histogram, and its largest count;
 //! - recomputed: `schema` = [`SCHEMA_VERSION`]; `tensor_role` from `tensor_reason` and the name; `rows_dropped` = zero + non-finite; ε, μ + 3σ,
-//!   `log10_capacity`, `capacity_determinate` and `class` by [`estimate`]; `caveat` =
+//!   `log10_capacity`, `capacity_determinate` and `class` by [`estimate`], `capacity_proven` (the
+//!   trained part's too) by [`capacity::proven`]; `caveat` =
 //!   [`CAPACITY_CAVEAT`]; the unembedding's μ + 2σ, μ + 3σ and `note` = [`UNEMBEDDING_NOTE`];
 //!   histogram edges by [`Histogram::new`].
 //! - a dictionary (`Report::dictionary`) is stored after the trained part (its
@@ -53,6 +54,7 @@ pub use extras::MAX_TRAINED_RANGES;
 
 pub use histogram::{dequantise_counts, quantise_counts, top_level, CompactHistogram};
 
+use crate::pass::capacity;
 use crate::pass::estimate;
 use crate::read::dictionary::Dictionary;
 use crate::read::untrained::UntrainedRule;
@@ -483,6 +485,7 @@ impl Compact {
             seed: self.seed,
             log10_capacity: estimate::capacities(self.dim, epsilon),
             capacity_determinate: estimate::capacity_determinate(epsilon),
+            capacity_proven: Some(capacity::proven(epsilon, self.dim, self.rows_used)),
             class: estimate::class(epsilon),
             histogram,
             histogram_zoom,
