@@ -20,6 +20,7 @@ mod cli {
     use orthoscope::pass::analysis::AnalysisConfig;
     use orthoscope::pass::gpu::GpuChoice;
     use orthoscope::pass::plan::DEFAULT_SEED;
+    use orthoscope::read::constructions::construct;
     use orthoscope::read::demo;
     use orthoscope::read::format::set::read_model_set;
     use orthoscope::read::locate::{choose_in_set, locate, LocateError};
@@ -114,7 +115,8 @@ mod cli {
             #[arg(required = true)]
             files: Vec<PathBuf>,
         },
-        /// Write a generated matrix as a safetensors file (fixtures, benchmarks).
+        /// Write a generated matrix, or a known optimal line packing, as a safetensors file
+        /// (fixtures, benchmarks, references).
         Generate {
             out: PathBuf,
             /// trained-like, random-init or class1-like (the built-in demos' generators).
@@ -122,14 +124,22 @@ mod cli {
             kind: String,
             #[arg(long, default_value_t = 8192)]
             rows: usize,
-            #[arg(long, default_value_t = 1024)]
-            dim: usize,
-            #[arg(long, default_value = "BF16")]
-            dtype: String,
+            /// Width (default 1024). With --construction, the R^N its lines are placed in (default:
+            /// their own; kerdock: 64, and the bases are those of the largest d = 4^k ≤ N).
+            #[arg(long)]
+            dim: Option<usize>,
+            /// F32, F64, F16 or BF16 (default BF16; F32 for a construction, whose values bf16 does
+            /// not all hold).
+            #[arg(long)]
+            dtype: Option<String>,
             #[arg(long, default_value_t = 1)]
             seed: u64,
             #[arg(long, default_value = "model.embed_tokens.weight")]
             name: String,
+            /// A known optimal line packing instead of a generated matrix: kerdock, e8, leech,
+            /// equiangular-28 or equiangular-276 (one unit row per line).
+            #[arg(long, conflicts_with_all = ["kind", "rows", "seed"])]
+            construction: Option<String>,
         },
     }
 
@@ -209,10 +219,21 @@ mod cli {
                 print(&if as_json { json(&found)? } else { text::neighbours(&found) });
             }
             Command::Inspect { files } => inspect(&files)?,
-            Command::Generate { out, kind, rows, dim, dtype, seed, name } => {
-                let dtype = demo::float_dtype(&dtype)?;
-                let values = demo::generate(&kind, rows, dim, seed)?;
-                let t = demo::TensorSpec::matrix(&name, dtype, rows, dim, &values);
+            Command::Generate { out, kind, rows, dim, dtype, seed, name, construction } => {
+                let t = match construction {
+                    Some(construction) => {
+                        let dtype = demo::float_dtype(dtype.as_deref().unwrap_or("F32"))?;
+                        let c = construct(&construction, dim).map_err(|e| e.to_string())?;
+                        println!("{} × {} {}: {} ({})", c.rows, c.dim, dtype.name(), c.description, c.source);
+                        demo::TensorSpec::matrix(&name, dtype, c.rows, c.dim, &c.values)
+                    }
+                    None => {
+                        let dtype = demo::float_dtype(dtype.as_deref().unwrap_or("BF16"))?;
+                        let dim = dim.unwrap_or(1024);
+                        let values = demo::generate(&kind, rows, dim, seed)?;
+                        demo::TensorSpec::matrix(&name, dtype, rows, dim, &values)
+                    }
+                };
                 std::fs::write(&out, demo::safetensors_bytes(&[t])).map_err(|e| format!("{}: {e}", out.display()))?;
             }
         }

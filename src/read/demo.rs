@@ -1,10 +1,12 @@
-//! The built-in demos: generated matrices shaped like the paper's classes, written as in-memory
-//! safetensors files (the page's `?demo=NAME`, generated in the worker) and by the CLI's `generate`.
+//! The built-in demos: generated matrices shaped like the paper's classes, and an optimal line
+//! packing to see them beside (`read::constructions`), written as in-memory safetensors files (the
+//! page's `?demo=NAME`, generated in the worker) and by the CLI's `generate`.
 //! This is the part of the generators a user needs; the test fixtures and hostile inputs built on
 //! it live in `synth` (cargo feature `fixtures`, never in the app, the worker or the release CLI).
 
 use half::{bf16, f16};
 
+use crate::read::constructions;
 use crate::read::format::DType;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -154,6 +156,7 @@ pub const DEMOS: &[(&str, &str)] = &[
     ("trained-like", "16384 × 1024 bf16, families of related tokens (Class 2-like)"),
     ("random-init", "16384 × 1024 bf16, N(0,1) entries: the paper's random-init reference"),
     ("class1-like", "8192 × 512 bf16, a strong shared direction (Class 1-like)"),
+    ("kerdock-64", "2112 × 64 f32, real mutually unbiased bases: the optimal packing, |cos| ≤ 1/8"),
 ];
 
 /// The demo shown when the page opens.
@@ -161,9 +164,16 @@ pub const DEFAULT_DEMO: &str = "trained-like";
 
 /// A demo as an in-memory safetensors file (file name, bytes), or `None` for an unknown name.
 pub fn demo(name: &str) -> Option<(String, Vec<u8>)> {
-    let (rows, dim) = if name == "class1-like" { (8192, 512) } else { (16384, 1024) };
-    let values = generate(name, rows, dim, 1).ok()?;
-    let t = TensorSpec::matrix("model.embed_tokens.weight", DType::BF16, rows, dim, &values);
+    const TENSOR: &str = "model.embed_tokens.weight";
+    let t = if name == "kerdock-64" {
+        // F32, as the CLI writes a construction (these values are exact in bf16 too).
+        let c = constructions::construct("kerdock", Some(64)).ok()?;
+        TensorSpec::matrix(TENSOR, DType::F32, c.rows, c.dim, &c.values)
+    } else {
+        let (rows, dim) = if name == "class1-like" { (8192, 512) } else { (16384, 1024) };
+        let values = generate(name, rows, dim, 1).ok()?;
+        TensorSpec::matrix(TENSOR, DType::BF16, rows, dim, &values)
+    };
     Some((format!("demo-{name}.safetensors"), safetensors_bytes(&[t])))
 }
 

@@ -16,6 +16,7 @@
 //! Nothing here knows about statistics, reports or the browser.
 
 pub mod ahead;
+pub mod constructions;
 pub mod demo;
 pub mod dictionary;
 pub mod format;
