@@ -537,10 +537,19 @@ fn capacity_against_epsilon_is_monotone_names_its_formulas_and_marks_epsilon() {
     assert!(text.alt.contains("3.99 × 10⁷"), "Table 1's capacity for Llama 2 7B in the alt: {}", text.alt);
     let els = parse(&svg);
     assert!(vertical_x(&els, &hex(theme.epsilon), frame(&els, &theme)).is_some(), "ε line");
-    for label in ["JL proven, C = 8", "JL fitted, C = 3.029", "adjusted Eq. 6, C = 1.2934", "adjusted Eq. 7 (Table 1)"]
-    {
+    for label in [
+        "JL lower bound, C = 8",
+        "JL lower bound, C = 3.029",
+        "fit Eq. 6, C = 1.2934",
+        "fit Eq. 7 (Table 1)",
+        "proven: at least (lower) and at most (upper dashed)",
+    ] {
         assert!(texts(&els).iter().any(|t| t.text == label), "legend {label}");
     }
+    // The proven interval, dashed: Kerdock's 8.39 × 10⁶ from ε = 1/64 on, Levenshtein's bound above.
+    assert!(lines_in(&els, &hex(theme.reference)).len() > 10, "the proven lines dashed in many segments");
+    assert!(text.alt.contains("Dashed, what is proven"), "{}", text.alt);
+    assert!(text.alt.contains("at least 8.39 × 10⁶"), "{}", text.alt);
     // Window 0.032–0.103 crosses 0.1: the shaded "no finite capacity" region.
     let shaded = els.iter().any(|e| e.tag == "rect" && e.a("fill") == hex(theme.indeterminate) && e.f("opacity") < 1.0);
     assert!(shaded, "ε ≥ 0.1 shaded");
@@ -583,6 +592,8 @@ fn capacity_against_d_is_monotone_and_marks_the_models_d() {
     for d in ["1024", "2048", "4096", "8192", "16384"] {
         assert!(texts(&els).iter().any(|t| t.text == d), "x tick {d}");
     }
+    assert!(lines_in(&els, &hex(theme.reference)).len() > 10, "the proven lines dashed in many segments");
+    assert!(text.alt.contains("at d = 4096: proven: at least 8.39 × 10⁶"), "{}", text.alt);
     assert_clean(&svg, &theme, (520.0, 360.0), 11.0, &[]);
     let (svg, _) = capacity_vs_dim_svg(4096, 0.0645, &theme, 375, 380).expect("draws");
     assert_clean(&svg, &theme, (375.0, 380.0), 11.0, &[]);

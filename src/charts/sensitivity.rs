@@ -1,6 +1,7 @@
 //! How the capacity moves with ε and with d (`docs/method.md` §2, §7: exponentially sensitive to
 //! ε², so absolute values are unreliable and relative ones informative): log10 k under the four
-//! formulas, around the model's ε and d.
+//! formulas, around the model's ε and d, and dashed beside them the proven interval (the
+//! directions that provably exist and the most that can, `pass::capacity`).
 
 use plotters::coord::Shift;
 use plotters::prelude::{DrawingArea, DrawingBackend};
@@ -13,25 +14,28 @@ use super::{canvas_sizes, fill_background, ChartError, ChartText, Theme};
 use crate::pass::estimate::{
     self, Capacities, FINITE_CAPACITY_BELOW, FULL_A, FULL_B, FULL_C, FULL_EXP_C, JL_C_PROVEN, JL_C_TIGHT, SIMPLE_C,
 };
-use crate::result::paper::{capacity_vs_dim, capacity_vs_epsilon, default_dim_window, default_epsilon_window};
+use crate::result::paper::{
+    capacity_vs_dim, capacity_vs_epsilon, default_dim_window, default_epsilon_window, proven_vs_dim, proven_vs_epsilon,
+    ProvenPoint,
+};
 use crate::result::report::{scientific_from_log10, significant};
 
 /// The four formulas of `docs/method.md` §2 by name, in `Capacities` field order, as the alt text
 /// names them.
 pub const FORMULA_NAMES: [&str; 4] = [
-    "Johnson–Lindenstrauss as proven (C = 8)",
-    "Johnson–Lindenstrauss fitted on random vectors (C = 3.029)",
-    "adjusted law, one parameter (Eq. 6, C = 1.2934)",
-    "adjusted law, full form (Eq. 7, used for Table 1)",
+    "Johnson–Lindenstrauss lower bound (C = 8)",
+    "Johnson–Lindenstrauss lower bound fitted on random vectors (C = 3.029)",
+    "the paper's fitted law, one parameter (Eq. 6, C = 1.2934)",
+    "the paper's fitted law, full form (Eq. 7, used for Table 1)",
 ];
 
 /// Shorter legend labels with the constants (`estimate`'s, printed as the paper does).
 fn legend_names() -> [String; 4] {
     [
-        format!("JL proven, C = {JL_C_PROVEN}"),
-        format!("JL fitted, C = {JL_C_TIGHT}"),
-        format!("adjusted Eq. 6, C = {SIMPLE_C}"),
-        "adjusted Eq. 7 (Table 1)".to_string(),
+        format!("JL lower bound, C = {JL_C_PROVEN}"),
+        format!("JL lower bound, C = {JL_C_TIGHT}"),
+        format!("fit Eq. 6, C = {SIMPLE_C}"),
+        "fit Eq. 7 (Table 1)".to_string(),
     ]
 }
 
@@ -141,6 +145,16 @@ pub fn capacity_vs_epsilon_text(d: u64, epsilon: f64, ci: Option<[f64; 2]>) -> C
             scientific_from_log10(last.1.adjusted_full)
         ));
     }
+    let proven = proven_vs_epsilon(d, lo, hi, 2);
+    if let (Some(first), Some(last)) = (proven.first(), proven.last()) {
+        alt.push_str(&format!(
+            " Dashed, what is proven: at ε = {}, {}; at ε = {}, {}.",
+            significant(first.0, 3),
+            proven_at_point(first),
+            significant(last.0, 3),
+            proven_at_point(last)
+        ));
+    }
     if let Some([a, b]) = ci {
         alt.push_str(&format!(" The band is ε's 95 % interval, {} to {}.", significant(a, 4), significant(b, 4)));
     }
@@ -192,10 +206,12 @@ pub(super) fn draw_vs_epsilon<DB: DrawingBackend>(
     let (lo, hi) = default_epsilon_window(epsilon, ci);
     let series: Vec<(f64, [f64; 4])> =
         capacity_vs_epsilon(d, lo, hi, CURVE_POINTS).into_iter().map(|(e, c)| (e, values(&c))).collect();
-    let extent = y_extent(series.iter().map(|(_, v)| v));
+    let proven = proven_vs_epsilon(d, lo, hi, CURVE_POINTS);
+    let extent = with_proven(y_extent(series.iter().map(|(_, v)| v)), &proven);
     let (y_range, y_ticks) = decade_axis(extent.map_or(0.0, |e| e.0), extent.map_or(1.0, |e| e.1));
 
     let mut legend = legend_with_formulas(theme);
+    legend.push(LegendItem { swatch: Swatch::Dashed(theme.reference), label: PROVEN_LABEL.to_string() });
     let shade = hi > FINITE_CAPACITY_BELOW;
     if shade {
         legend.push(LegendItem { swatch: Swatch::Band(theme.indeterminate), label: INDETERMINATE_LABEL.to_string() });
@@ -262,6 +278,7 @@ pub(super) fn draw_vs_epsilon<DB: DrawingBackend>(
         "ε (unitless)",
         "capacity k (log scale)",
     )?;
+    draw_proven(&pen, &f, theme, &proven, y_range, |e| e)?;
     draw_curves(&pen, &f, theme, series.iter().map(|(e, v)| (*e, v)))?;
     match off {
         None => pen.path(vec![(f.px(epsilon), f.bottom), (f.px(epsilon), f.top)], theme.epsilon, 2.0)?,
@@ -289,6 +306,43 @@ fn draw_curves<'a, DB: DrawingBackend>(
     Ok(())
 }
 
+/// The legend entry of the proven interval's two dashed lines.
+const PROVEN_LABEL: &str = "proven: at least (lower) and at most (upper dashed)";
+
+/// The y extent with the proven lower bound in it (the upper one may run far above the formulas:
+/// it is drawn up to the frame's top edge, and the alt text gives its values).
+fn with_proven(extent: Option<(f64, f64)>, proven: &[ProvenPoint]) -> Option<(f64, f64)> {
+    proven
+        .iter()
+        .filter_map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .fold(extent, |ext, v| Some(ext.map_or((v, v), |(a, b)| (a.min(v), b.max(v)))))
+}
+
+/// The proven interval as two dashed lines, each clamped to the frame.
+fn draw_proven<DB: DrawingBackend>(
+    pen: &Pen<DB>,
+    f: &Frame,
+    theme: &Theme,
+    proven: &[ProvenPoint],
+    y_range: (f64, f64),
+    x_of: impl Fn(f64) -> f64,
+) -> Result<(), ChartError> {
+    let clamp = |v: f64| v.clamp(y_range.0, y_range.1);
+    let least: Vec<(i32, i32)> = proven.iter().filter_map(|p| p.1.map(|v| (f.px(x_of(p.0)), f.py(clamp(v))))).collect();
+    // Unbounded (ε ≥ 1) reads as the frame's top.
+    let most: Vec<(i32, i32)> =
+        proven.iter().map(|p| (f.px(x_of(p.0)), f.py(clamp(p.2.unwrap_or(f64::INFINITY))))).collect();
+    pen.dashed(dedup_pixels(least), theme.reference, 2.0)?;
+    pen.dashed(dedup_pixels(most), theme.reference, 2.0)
+}
+
+/// "proven at ε: at least N (by), at most M": the proven interval at the model's point for alt text.
+fn proven_at_point(p: &ProvenPoint) -> String {
+    let count = |x: Option<f64>| x.map_or("unboundedly many".to_string(), scientific_from_log10);
+    format!("proven: at least {}, at most {} directions", count(p.1), count(p.2))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Capacity against d
 // ---------------------------------------------------------------------------------------------
@@ -304,6 +358,9 @@ pub fn capacity_vs_dim_text(d: u64, epsilon: f64) -> ChartText {
         eq7_constants()
     );
     alt.push_str(&format!(" At this model's d = {d}: {}.", at_point(&estimate::capacities(d, epsilon))));
+    if let Some(p) = proven_vs_dim(epsilon, d, d, 1).first() {
+        alt.push_str(&format!(" Dashed, what is proven; at d = {d}: {}.", proven_at_point(p)));
+    }
     if let (Some(first), Some(last)) = (series.first(), series.last()) {
         alt.push_str(&format!(
             " Across the range the Eq. 7 capacity runs from {} to {}.",
@@ -363,11 +420,13 @@ pub(super) fn draw_vs_dim<DB: DrawingBackend>(
         .into_iter()
         .map(|(dd, c)| ((dd as f64).log2(), values(&c)))
         .collect();
-    let extent = y_extent(series.iter().map(|(_, v)| v));
+    let proven = proven_vs_dim(epsilon, lo, hi, CURVE_POINTS);
+    let extent = with_proven(y_extent(series.iter().map(|(_, v)| v)), &proven);
     let (y_range, y_ticks) = decade_axis(extent.map_or(0.0, |e| e.0), extent.map_or(1.0, |e| e.1));
     let x_range = ((lo as f64).log2(), (hi as f64).log2());
 
     let mut legend = legend_with_formulas(theme);
+    legend.push(LegendItem { swatch: Swatch::Dashed(theme.reference), label: PROVEN_LABEL.to_string() });
     let shade = !estimate::capacity_determinate(epsilon);
     if shade {
         legend.push(LegendItem { swatch: Swatch::Band(theme.indeterminate), label: INDETERMINATE_LABEL.to_string() });
@@ -395,6 +454,7 @@ pub(super) fn draw_vs_dim<DB: DrawingBackend>(
         "d_model (log scale)",
         "capacity k (log scale)",
     )?;
+    draw_proven(&pen, &f, theme, &proven, y_range, |dd| dd.max(1.0).log2())?;
     draw_curves(&pen, &f, theme, series.iter().map(|(x, v)| (*x, v)))?;
     let x = f.px((d.max(1) as f64).log2());
     pen.path(vec![(x, f.bottom), (x, f.top)], theme.epsilon, 2.0)?;

@@ -12,7 +12,7 @@ use crate::charts::Counted;
 use crate::pass::stats::SampledHistogram;
 use crate::read::locate::TensorRole;
 use crate::result::paper;
-use crate::result::report::{group_digits, significant, Report};
+use crate::result::report::{group_digits, scientific_from_log10, significant, Report};
 
 /// What an entry's matrix is: an embedding, an SAE dictionary's features (of layer N), or another
 /// matrix.
@@ -137,6 +137,13 @@ fn overlay_spec(entries: &[Entry], zoom: bool) -> ChartSpec {
     }
 }
 
+/// The proven interval of a result, "8.39 × 10⁶ – 2.10 × 10²³" (none in reports stored before it).
+fn proven_cell(r: &Report) -> String {
+    let count = |x: Option<f64>| x.map_or("∞".to_string(), scientific_from_log10);
+    r.capacity_proven
+        .map_or_else(|| "–".to_string(), |p| format!("{} – {}", count(p.log10_at_least), count(p.log10_at_most)))
+}
+
 /// The comparison table and the overlaid histograms.
 #[component]
 pub fn Compare(
@@ -185,6 +192,7 @@ pub fn Compare(
                         <td>{eps}</td>
                         <td>{r.class.label()}</td>
                         <td>{headline_capacity(r)}</td>
+                        <td data-testid="compare-proven">{proven_cell(r)}</td>
                         <td>{trained_cell}</td>
                         <td class="row-actions">
                             <button type="button" class="small" disabled=i == 0 aria-label=format!("Move {label} up") on:click=move |_| session.shift(id, -1)>"↑"</button>
@@ -255,7 +263,8 @@ pub fn Compare(
                             <th scope="col">"σ"</th>
                             <th scope="col">"ε"</th>
                             <th scope="col">"Class"</th>
-                            <th scope="col">"Capacity (Eq. 7)"</th>
+                            <th scope="col">"Capacity (Eq. 7, a fit)"</th>
+                            <th scope="col">"Proven at least – at most"</th>
                             <th scope="col">"ε without untrained rows"</th>
                             <th scope="col">"Order / remove"</th>
                         </tr>

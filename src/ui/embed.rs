@@ -20,7 +20,7 @@ use super::result::{features_of, headline_capacity, page_base, ContractReport};
 use crate::charts::Counted;
 use crate::pass::estimate::Class;
 use crate::result::links;
-use crate::result::report::{group_digits, significant, Report};
+use crate::result::report::{group_digits, scientific_from_log10, significant, Report};
 
 /// Version of the host protocol.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -180,10 +180,15 @@ fn EmbedResult(
         None => format!("exact over {} pairs", group_digits(r.pairs)),
     };
     let capacity = if r.capacity_determinate {
-        format!("capacity {} directions (Eq. 7)", headline_capacity(&r))
+        format!("capacity {} (the paper's fitted law, Eq. 7)", headline_capacity(&r))
     } else {
         "capacity indeterminate (ε ≥ 0.1)".to_string()
     };
+    // The proven interval in one short line: the card must fit its 640 × 420 frame.
+    let proven = r.capacity_proven.map(|p| {
+        let count = |x: Option<f64>| x.map_or("∞".to_string(), scientific_from_log10);
+        format!("proven: {} to {} directions", count(p.log10_at_least), count(p.log10_at_most))
+    });
     // A dictionary's ε is that of its features (docs/method.md §10), not the paper's embedding ε.
     let (sub, what) = match &r.dictionary {
         Some(d) => (
@@ -210,7 +215,7 @@ fn EmbedResult(
             <p class="embed-sub" data-testid="embed-sub">{sub}</p>
             <div class="embed-figures">
                 <p><span class="value" data-testid="epsilon">{significant(r.epsilon, 4)}</span>{what}<br /><span class="unit">{interval}</span></p>
-                <p><strong>{r.class.label()}</strong><br /><span class="unit">{capacity}</span></p>
+                <p><strong>{r.class.label()}</strong><br /><span class="unit">{capacity}</span>{proven.map(|p| view! { <br /><span class="unit" data-testid="embed-proven">{p}</span> })}</p>
             </div>
             <ChartCanvas spec=spec testid="histogram" shape="chart-small" file_stem="histogram".to_string() exports=false />
             <p class="embed-foot">

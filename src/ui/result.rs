@@ -3,7 +3,8 @@
 //! travel (permalink, embed code, exports). Every figure is a field of the [`Report`].
 //!
 //! One component per job, in the order they appear on the card: [`headline`] (the heading, the
-//! notes on where the result came from, the three figures), [`dictionary`] (a sparse autoencoder's
+//! notes on where the result came from, the three figures), [`proven`] (what is proven beside the
+//! paper's law), [`dictionary`] (a sparse autoencoder's
 //! dictionary and the share of its ε's capacity it uses), [`trained`] (ε without the rows the
 //! model never trained, and the switches of the rules that found them), [`glossary`] (the explanations),
 //! [`charts`] (histograms and sensitivity), [`numbers`] (the table of every number),
@@ -16,6 +17,7 @@ mod dictionary;
 mod glossary;
 mod headline;
 mod numbers;
+mod proven;
 mod share;
 mod trained;
 mod unembedding;
@@ -37,6 +39,7 @@ use glossary::Glossary;
 pub use headline::headline_capacity;
 use headline::{CardHeading, Headline};
 use numbers::NumbersTable;
+use proven::ProvenCapacity;
 use share::ShareExport;
 use trained::TrainedLine;
 use unembedding::Unembedding;
@@ -153,6 +156,7 @@ fn ResultCard(
         <article class="card" class:stale=running aria-labelledby="result-heading">
             <CardHeading report=r.clone() state=state />
             <Headline report=r.clone() />
+            <ProvenCapacity report=r.clone() />
             {dictionary}
             {trained}
             <Glossary />

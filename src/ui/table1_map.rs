@@ -267,6 +267,20 @@ fn scatter(
             .collect_view()
     };
     let hidden_count = move || points.with(|ps| ps.iter().filter(|p| p.epsilon < lo || p.epsilon > hi).count());
+    // The floors as polylines over the d axis's whole range, cut where they leave the ε range.
+    let d_end = 2f64.powf(14.5) as u64;
+    let floors = FLOORS
+        .into_iter()
+        .map(|(rows, class, _)| {
+            let pts: Vec<String> = paper::floor_vs_dim(rows, 512, d_end, 48)
+                .into_iter()
+                .filter(|&(_, e)| e >= lo && e <= hi)
+                .map(|(d, e)| format!("{:.1},{:.1}", x_of(d), y_of(e)))
+                .collect();
+            (pts.len() >= 2)
+                .then(|| view! { <polyline class=format!("floor {class}") points=pts.join(" ")></polyline> })
+        })
+        .collect_view();
     // The y title is turned a quarter left, centred on the frame's height in its own column.
     let (title_x, title_y) = (frame.y_title.map_or(frame.inset, |c| c.middle()), (frame.top + frame.bottom) / 2.0);
     view! {
@@ -283,6 +297,7 @@ fn scatter(
             }).collect_view()}
             <text class="axis-title" x=(frame.left + frame.right) / 2.0 y=frame.x_title.middle() text-anchor="middle" dominant-baseline="central">"d_model (log scale)"</text>
             <text class="axis-title" x=title_x y=title_y text-anchor="middle" dominant-baseline="central" transform=format!("rotate(-90 {title_x} {title_y})")>"ε = μ + 2σ"</text>
+            {floors}
             {plotted}
             {move || {
                 let n = hidden_count();
@@ -296,6 +311,12 @@ fn scatter(
         <ul class="map-legend" aria-label="Key of the map: bands and markers">
             {BANDS.into_iter().filter(|&(from, to, _, _)| from.max(lo) < to.min(hi)).map(|(_, _, class, label)| view! {
                 <li><svg class="swatch" viewBox="0 0 12 12" width="12" height="12" aria-hidden="true"><rect class=format!("band {class}") width="12" height="12"></rect></svg>{label}</li>
+            }).collect_view()}
+            {FLOORS.into_iter().filter(|&(rows, _, _)| {
+                // Only where the line shows: a floor below the range is not drawn.
+                paper::floor_vs_dim(rows, 512, d_end, 48).iter().any(|&(_, e)| e >= lo && e <= hi)
+            }).map(|(_, class, label)| view! {
+                <li data-floor=class><svg class="swatch-line" viewBox="0 0 16 12" width="16" height="12" aria-hidden="true"><line class=format!("floor {class}") x1="0" x2="16" y1="6" y2="6"></line></svg>{label}</li>
             }).collect_view()}
             {move || {
                 let any_features = points.with(|ps| ps.iter().any(|p| p.features));
@@ -390,6 +411,13 @@ impl Marker {
 }
 
 /// The map's bands of ε: (from, to, CSS class, label).
+/// The vocabularies whose ε floor the map draws (`pass::capacity::floor_epsilon`: no V unit
+/// vectors in R^d have a smaller ε), with their line's class: Llama 2's and Llama 3's.
+const FLOORS: [(u64, &str, &str); 2] = [
+    (32_000, "v32k", "no 32,000 rows can have ε below this (Welch)"),
+    (128_256, "v128k", "no 128,256 rows can (Welch)"),
+];
+
 const BANDS: [(f64, f64, &str, &str); 3] = [
     (0.0, estimate::FINITE_CAPACITY_BELOW, "class2", "Class 2 (ε < 0.1)"),
     (estimate::FINITE_CAPACITY_BELOW, estimate::CLASS_1_ABOVE, "gap", "no model (0.1–0.2)"),

@@ -116,7 +116,7 @@ pub fn Sensitivity(
     view! {
         <h3>"Sensitivity: how capacity moves with ε and with d"</h3>
         <p class="note">
-            "Capacity grows like exp(d·ε²): a small change of ε moves it by orders of magnitude, which is why the paper uses it to compare models, not as an absolute count. When the result is an estimate, a band marks ε's 95 % interval."
+            "Capacity grows like exp(d·ε²): a small change of ε moves it by orders of magnitude, which is why the paper uses it to compare models, not as an absolute count. The dashed lines are what is proven: the directions that provably exist (lower) and the most that can (upper). When the result is an estimate, a band marks ε's 95 % interval."
         </p>
         <div class="charts two">
             <ChartCanvas spec=by_epsilon testid="sensitivity-epsilon" shape="chart-tall" file_stem=format!("{stem}-capacity-vs-epsilon") />

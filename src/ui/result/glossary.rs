@@ -19,15 +19,17 @@ pub fn Glossary() -> impl IntoView {
                 <dt>"μ + 3σ"</dt>
                 <dd>"A stricter (“exaggerated”) variant the paper's code also reports."</dd>
                 <dt>"capacity"</dt>
-                <dd>"How many ε-nearly-orthogonal directions fit in d dimensions: an upper bound on the number of features the embedding space could hold apart. Shown as a count of directions, in powers of ten."</dd>
-                <dt>"adjusted full law (paper Eq. 7) — the headline"</dt>
-                <dd>{format!("k ≤ ⌈(d·exp((d^c·ε²/C)^(1/b)))^(1/a)⌉ with C = {}, a = {}, b = {}, c = {}: fitted to simulations of k random vectors pushed apart by gradient descent (k ≤ 32,000, d ≤ 4096). Used for the paper's Table 1.", estimate::FULL_C, estimate::FULL_A, estimate::FULL_B, estimate::FULL_EXP_C)}</dd>
-                <dt>"adjusted simple law (paper Eq. 6)"</dt>
-                <dd>{format!("k ≤ d·exp(d·ε²/C) with one fitted constant C = {}.", estimate::SIMPLE_C)}</dd>
-                <dt>"JL bound, C = 3.029"</dt>
-                <dd>{format!("The Johnson–Lindenstrauss form k ≤ exp(d·ε²/C) with C = {} fitted on random vectors (paper §3.2).", estimate::JL_C_TIGHT)}</dd>
-                <dt>"JL bound, C = 8"</dt>
-                <dd>{format!("The same form with the proven constant C = {}: the classic, very conservative bound.", estimate::JL_C_PROVEN)}</dd>
+                <dd>"How many ε-nearly-orthogonal directions fit in d dimensions: how many features the embedding space could hold apart. The paper's formulas are not upper bounds: two are existence (lower) bounds and two are fits to one optimiser. What is proven — at least, at most, and the floor on max |cos| — is shown beside them. Shown as a count of directions, in powers of ten."</dd>
+                <dt>"the paper's law, full form (Eq. 7) — the headline"</dt>
+                <dd>{format!("k = ⌈(d·exp((d^c·ε²/C)^(1/b)))^(1/a)⌉ with C = {}, a = {}, b = {}, c = {}: a fit to what one optimiser reached (k random vectors pushed apart by gradient descent, k ≤ 32,000, d ≤ 4096; paper §3.3), not a bound: known constructions exceed it. Used for the paper's Table 1.", estimate::FULL_C, estimate::FULL_A, estimate::FULL_B, estimate::FULL_EXP_C)}</dd>
+                <dt>"the paper's law, one parameter (Eq. 6)"</dt>
+                <dd>{format!("k = d·exp(d·ε²/C) with one fitted constant C = {}: a fit, like Eq. 7.", estimate::SIMPLE_C)}</dd>
+                <dt>"JL, C = 3.029 (a lower bound)"</dt>
+                <dd>{format!("The Johnson–Lindenstrauss form k = exp(d·ε²/C) with C = {} fitted on random vectors (paper §3.2): at least this many exist.", estimate::JL_C_TIGHT)}</dd>
+                <dt>"JL, C = 8 (a lower bound)"</dt>
+                <dd>{format!("The same form with the lemma's constant C = {}: random vectors reach at least this many, so it says how many exist, never how many can.", estimate::JL_C_PROVEN)}</dd>
+                <dt>"proven: at least, at most, floor"</dt>
+                <dd>"At least: directions with every |cos| ≤ ε that provably exist (explicit constructions such as Kerdock sets, or the covering bound). At most: the most that can exist (the relative and Levenshtein bounds). Floor: no set of the model's V rows in R^d can have a smaller largest |cos| (Welch, orthoplex, Levenshtein bounds). Sources in the method, §2."</dd>
                 <dt>"Class 1, Class 2"</dt>
                 <dd>"The paper's two families: Class 2 (ε < 0.1) has cosines tight around 0 and finite capacities of about 10⁵ to 10¹¹; Class 1 (ε > 0.2) has wide distributions with μ far from 0 and no meaningful capacity (“indeterminate”). No published model lies between 0.1 and 0.2."</dd>
                 <dt>"95 % interval, seed"</dt>

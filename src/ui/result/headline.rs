@@ -8,6 +8,7 @@ use super::page_base;
 use crate::pass::estimate::Class;
 use crate::result::links;
 use crate::result::paper;
+use crate::result::proven;
 use crate::result::report::{group_digits, scientific_from_log10, significant, Report};
 use crate::result::text;
 use crate::ui::controller::{Provenance, State, Status};
@@ -86,7 +87,7 @@ pub fn Headline(
         let width = if features.is_some() { ", the decoder's width" } else { "" };
         view! {
             <p class="big" data-testid="capacity">{headline_capacity(&r)}</p>
-            <p class="unit">{format!("ε-nearly-orthogonal directions in d = {} dimensions{width} (paper Eq. 7)", group_digits(r.dim))}</p>
+            <p class="unit">{format!("ε-nearly-orthogonal directions in d = {} dimensions{width}: {} (Eq. 7)", group_digits(r.dim), proven::LAW_NAME)}</p>
         }
         .into_any()
     } else {

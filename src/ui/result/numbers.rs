@@ -1,8 +1,10 @@
 //! "All numbers": every figure of the report in one table, for a reader who wants more than the
-//! headline (what was read, what was dropped, every capacity bound, how long it took).
+//! headline (what was read, what was dropped, every capacity and what it is, the proven interval,
+//! how long it took).
 
 use leptos::prelude::*;
 
+use crate::result::proven;
 use crate::result::report::{group_digits, scientific_from_log10, significant, Report};
 
 /// A capacity as a count of directions, with its log10 beside it.
@@ -20,7 +22,7 @@ pub fn NumbersTable(
 ) -> impl IntoView {
     let r = report;
     let c = r.log10_capacity;
-    let numbers = vec![
+    let mut numbers = vec![
         ("tensor", format!("{} ({})", r.tensor, r.tensor_reason)),
         ("file", format!("{} · {}", r.file, r.format)),
         ("dtype · V × d", format!("{} · {} × {}", r.dtype, group_digits(r.rows), group_digits(r.dim))),
@@ -38,10 +40,30 @@ pub fn NumbersTable(
         ("σ, standard deviation", significant(r.sigma, 5)),
         ("ε = μ + 2σ", significant(r.epsilon, 5)),
         ("μ + 3σ", significant(r.epsilon_3sigma, 5)),
-        ("capacity, adjusted full (Eq. 7)", capacity_text(c.adjusted_full)),
-        ("capacity, adjusted simple (Eq. 6)", capacity_text(c.adjusted_simple)),
-        ("JL bound, C = 3.029", capacity_text(c.jl_c3029)),
-        ("JL bound, C = 8", capacity_text(c.jl_c8)),
+        ("capacity, the paper's law, Eq. 7 (a fit)", capacity_text(c.adjusted_full)),
+        ("capacity, the paper's law, Eq. 6 (a fit)", capacity_text(c.adjusted_simple)),
+        ("JL, C = 3.029 (a lower bound)", capacity_text(c.jl_c3029)),
+        ("JL, C = 8 (a lower bound)", capacity_text(c.jl_c8)),
+    ];
+    if let Some(p) = r.capacity_proven {
+        let log = |x: Option<f64>| x.map_or("unbounded".to_string(), capacity_text);
+        numbers.push((
+            "proven: at least",
+            format!("{} ({})", log(p.log10_at_least), proven::at_least_by_text(p.at_least_by)),
+        ));
+        numbers
+            .push(("proven: at most", format!("{} ({})", log(p.log10_at_most), proven::at_most_by_text(p.at_most_by))));
+        numbers.push((
+            "proven: floor on max |cos|",
+            format!(
+                "{} for {} rows ({})",
+                significant(p.floor_max_cos, 5),
+                group_digits(r.rows_used),
+                proven::floor_by_text(p.floor_by)
+            ),
+        ));
+    }
+    numbers.extend([
         (
             "tied embeddings",
             format!("{} — {}", r.tied.map_or("unknown", |t| if t { "yes" } else { "no" }), r.tied_evidence),
@@ -60,7 +82,7 @@ pub fn NumbersTable(
                 if r.precision_reason.is_empty() { String::new() } else { format!("; f64: {}", r.precision_reason) }
             ),
         ),
-    ];
+    ]);
     view! {
         <details class="numbers-details">
             <summary>"All numbers"</summary>
