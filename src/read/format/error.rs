@@ -238,6 +238,14 @@ pub enum FormatError {
     /// A zip member's data runs past the end of the file.
     #[error("{file}: zip entry '{entry}': {size} bytes of data from offset {offset} run past the end of the file ({file_len} bytes); the archive is truncated, download it again")]
     ZipEntryPastEof { file: String, entry: String, offset: u64, size: u64, file_len: u64 },
+    /// Two central-directory entries carry one name: readers disagree on which member it means
+    /// (Python's `zipfile` takes the last, a first-match lookup the first), so neither is read.
+    #[error("{file}: zip member '{entry}' is listed twice in the central directory (local headers at offsets {first_offset} and {second_offset}); readers disagree on which of the two the name means (Python's zipfile takes the last, others the first), so Orthoscope reads neither: rebuild the archive with one member of each name")]
+    ZipDuplicateEntry { file: String, entry: String, first_offset: u64, second_offset: u64 },
+    /// A member's local file header names another file than its central-directory entry (Python's
+    /// `zipfile` refuses it: "File name in directory … and header … differ").
+    #[error("{file}: zip member '{entry}': its local file header at offset {offset} names '{local}' instead, so the archive says two things about which file this is (Python's zipfile refuses it too); the archive is corrupt or was tampered with: rebuild or download it again")]
+    ZipLocalNameMismatch { file: String, entry: String, local: String, offset: u64 },
     /// A pickle stream (a torch checkpoint's `data.pkl`) ends inside an opcode or before `STOP`.
     #[error("{file}: the pickle ends inside {what} at offset {offset} ({len} bytes in all); the checkpoint is truncated or corrupt, save or download it again")]
     PickleTruncated { file: String, what: String, offset: u64, len: u64 },

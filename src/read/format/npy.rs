@@ -8,9 +8,14 @@
 //!
 //! Only the dict literal numpy writes is understood: string keys, string / bool / tuple-of-int
 //! values; anything else in a value (a structured dtype's list) is kept as raw text for the message.
+//! It means what `ast.literal_eval` (numpy's reader) makes of it: a key given twice keeps the last
+//! value, and a string's backslash escapes are Python's (`'sh\x61pe'` is `'shape'`); an escape
+//! that cannot be interpreted so (`\N{…}`, a short `\x`) is refused rather than read otherwise.
 
 // As in the GGUF reader: the crate-wide `FormatError` is 128 bytes and ends the read.
 #![allow(clippy::result_large_err)]
+
+use std::collections::HashMap;
 
 use super::{show_magic, DType, FormatError, ModelInfo, TensorInfo};
 use crate::read::source::ByteSource;
@@ -153,12 +158,14 @@ enum Py {
     Raw(String),
 }
 
-/// Parses the header's dict literal into (key, value) pairs.
+/// Parses the header's dict literal into (key, value) pairs, each key once: as in a Python dict
+/// display, a key given again keeps its first place and takes the later value.
 fn parse_dict(text: &[u8]) -> Result<Vec<(String, Py)>, String> {
     let mut p = Lexer { s: text, i: 0 };
     p.ws();
     p.expect_byte(b'{')?;
-    let mut out = Vec::new();
+    let mut out: Vec<(String, Py)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     loop {
         p.ws();
         if p.eat(b'}') {
@@ -169,7 +176,13 @@ fn parse_dict(text: &[u8]) -> Result<Vec<(String, Py)>, String> {
         p.expect_byte(b':')?;
         p.ws();
         let value = p.value()?;
-        out.push((key, value));
+        match index.get(&key).and_then(|&i| out.get_mut(i)) {
+            Some(slot) => slot.1 = value,
+            None => {
+                index.insert(key.clone(), out.len());
+                out.push((key, value));
+            }
+        }
         p.ws();
         if p.eat(b',') {
             continue;
@@ -221,21 +234,21 @@ impl Lexer<'_> {
             Some(q @ (b'\'' | b'"')) => q,
             _ => return Err(format!("expected a quoted string at byte {}", self.i)),
         };
+        let start = self.i;
         self.i += 1;
         let mut out = Vec::new();
         loop {
             match self.peek() {
-                None => return Err("unterminated string".to_string()),
+                None => return Err(format!("unterminated string from byte {start}")),
                 Some(c) if c == quote => {
                     self.i += 1;
                     break;
                 }
+                Some(b'\n' | b'\r') => return Err(format!("a line break inside the string at byte {start}")),
                 Some(b'\\') => {
+                    let at = self.i;
                     self.i += 1;
-                    if let Some(c) = self.peek() {
-                        out.push(c);
-                        self.i += 1;
-                    }
+                    self.escape(at, &mut out)?;
                 }
                 Some(c) => {
                     out.push(c);
@@ -244,6 +257,71 @@ impl Lexer<'_> {
             }
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+    /// A backslash escape (the backslash at byte `at` consumed) as a Python string literal reads
+    /// it, appended to `out` as UTF-8.
+    fn escape(&mut self, at: usize, out: &mut Vec<u8>) -> Result<(), String> {
+        let Some(c) = self.peek() else {
+            return Err(format!("unterminated string (a backslash at byte {at} ends the header)"));
+        };
+        self.i += 1;
+        let simple = match c {
+            b'\n' => return Ok(()),
+            b'\\' | b'\'' | b'"' => Some(c),
+            b'a' => Some(0x07),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            b'v' => Some(0x0b),
+            _ => None,
+        };
+        if let Some(b) = simple {
+            out.push(b);
+            return Ok(());
+        }
+        let code = match c {
+            b'0'..=b'7' => {
+                let mut v = u32::from(c - b'0');
+                for _ in 0..2 {
+                    match self.peek() {
+                        Some(d @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(d - b'0');
+                            self.i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                v
+            }
+            b'x' | b'u' | b'U' => {
+                let n = match c {
+                    b'x' => 2,
+                    b'u' => 4,
+                    _ => 8,
+                };
+                let digits = self.s.get(self.i..self.i + n).unwrap_or(&[]);
+                let v = std::str::from_utf8(digits)
+                    .ok()
+                    .filter(|d| d.len() == n && d.bytes().all(|b| b.is_ascii_hexdigit()))
+                    .and_then(|d| u32::from_str_radix(d, 16).ok())
+                    .ok_or_else(|| format!("a \\{} escape at byte {at} without {n} hex digits", c as char))?;
+                self.i += n;
+                v
+            }
+            b'N' => return Err(format!("a \\N{{…}} escape at byte {at}, which Orthoscope does not interpret")),
+            // Python keeps an unknown escape as written.
+            other => {
+                out.push(b'\\');
+                out.push(other);
+                return Ok(());
+            }
+        };
+        let ch = char::from_u32(code).ok_or_else(|| format!("the escape at byte {at} is not a character"))?;
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+        Ok(())
     }
     fn value(&mut self) -> Result<Py, String> {
         match self.peek() {
@@ -337,5 +415,20 @@ mod tests {
         assert_eq!(parse_dict(b"{'shape': ()}").unwrap()[0].1, Py::Tuple(vec![]));
         assert!(parse_dict(b"{'shape': (3, 4}").is_err());
         assert!(parse_dict(b"{'descr'").is_err());
+    }
+
+    #[test]
+    fn reads_the_header_as_ast_literal_eval_does() {
+        // A key given again keeps its first place and takes the last value.
+        let d = parse_dict(b"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), 'shape': (5, 4), }").unwrap();
+        assert_eq!(d.len(), 3);
+        assert_eq!(d[2], ("shape".into(), Py::Tuple(vec![5, 4])));
+        // Python's escapes: 'sh\x61pe' is 'shape', "\'" a quote, an unknown escape stays as written.
+        let d = parse_dict(b"{'shape': (1,), 'sh\\x61pe': (2,), 'a\\'\\q\\101\\u00e9': 'x'}").unwrap();
+        assert_eq!(d[0], ("shape".into(), Py::Tuple(vec![2])));
+        assert_eq!(d[1].0, "a'\\qA\u{e9}");
+        for bad in [&b"{'a\\x4': 1}"[..], b"{'\\N{DIGIT ONE}': 1}", b"{'a\nb': 1}", b"{'a\\"] {
+            assert!(parse_dict(bad).is_err(), "{}", bad.escape_ascii());
+        }
     }
 }

@@ -49,6 +49,8 @@ impl ByteSource for Member<'_> {
 /// refused, so that it does not hide the others.
 pub fn read_npz(source: &dyn ByteSource, file: usize, entries: &[ZipEntry]) -> Result<ModelInfo, FormatError> {
     let archive = source.name().to_string();
+    // An array's name is its member's: two members of one name would be two answers.
+    zip::check_unique_names(source, entries)?;
     let mut tensors = Vec::new();
     for entry in entries {
         let Some(stem) = entry.name.strip_suffix(".npy") else {

@@ -35,6 +35,8 @@ pub fn read_checkpoint(
     pkl: &ZipEntry,
 ) -> Result<ModelInfo, FormatError> {
     let name = source.name();
+    // Each member looked up by name must be one member.
+    zip::check_unique_names(source, entries)?;
     let archive = pkl.name.strip_suffix("/data.pkl").unwrap_or("archive");
     let by_name: HashMap<&str, &ZipEntry> = entries.iter().map(|e| (e.name.as_str(), e)).collect();
     if let Some(order) = by_name.get(format!("{archive}/byteorder").as_str()) {
@@ -188,7 +190,7 @@ fn walk(
         Value::Dict(items) => {
             for (k, v) in items {
                 let key = match k {
-                    Value::Str(s) => s,
+                    Value::Str(s) => s.to_string(),
                     Value::Int(i) => i.to_string(),
                     other => other.kind(),
                 };

@@ -2,6 +2,11 @@
 //! entries, and where an entry's data starts. Enough to read stored members in place (PyTorch's
 //! `torch.save` zips, `.npz`); nothing here decompresses.
 //!
+//! One name, one member: readers disagree on which of two central-directory entries of one name
+//! a name means (Python's `zipfile` takes the last, a first-match lookup the first), so
+//! [`check_unique_names`] refuses such an archive; and a member whose local header names another
+//! file than its directory entry is refused as Python's `zipfile` refuses it ([`data_start`]).
+//!
 //! Layout (PKWARE APPNOTE 6.3.10): members, each a local header (30 bytes, its name and extra
 //! field) and its data; then the central directory (46 bytes per entry plus name, extra field and
 //! comment); then, for ZIP64, the ZIP64 end record and its locator; then the end record (22 bytes
@@ -10,6 +15,8 @@
 
 // As in the other readers: the crate-wide `FormatError` is large and ends the read.
 #![allow(clippy::result_large_err)]
+
+use std::collections::HashMap;
 
 use super::FormatError;
 use crate::read::source::ByteSource;
@@ -274,12 +281,36 @@ pub fn read_entries(source: &dyn ByteSource) -> Result<Vec<ZipEntry>, FormatErro
     Ok(entries)
 }
 
+/// Refuses an archive in which two central-directory entries carry one name: which member that
+/// name means depends on the reader (Python's `zipfile` keeps the last, a first-match lookup such
+/// as `torch.load`'s takes another), so the archive has no one answer. Linear in the entries.
+pub fn check_unique_names(source: &dyn ByteSource, entries: &[ZipEntry]) -> Result<(), FormatError> {
+    let mut seen: HashMap<&str, u64> = HashMap::with_capacity(entries.len());
+    for e in entries {
+        if let Some(&first_offset) = seen.get(e.name.as_str()) {
+            return Err(FormatError::ZipDuplicateEntry {
+                file: source.name().to_string(),
+                entry: e.name.clone(),
+                first_offset,
+                second_offset: e.local_header_offset,
+            });
+        }
+        seen.insert(e.name.as_str(), e.local_header_offset);
+    }
+    Ok(())
+}
+
 /// Absolute offset of the entry's data: from its *local* header (its own name and extra lengths,
 /// which may differ from the central directory's, e.g. alignment padding), checked so that
-/// `compressed_size` bytes from there lie inside the file.
+/// `compressed_size` bytes from there lie inside the file. The local header must name the entry's
+/// file (Python's `zipfile` refuses a member whose names differ: "File name in directory … and
+/// header … differ"); the header and that name are read in one read.
 pub fn data_start(source: &dyn ByteSource, entry: &ZipEntry) -> Result<u64, FormatError> {
     let offset = entry.local_header_offset;
-    let head = read_exact(source, offset, LOCAL_LEN, "local file header")?;
+    let file_len = source.len();
+    let with_name = LOCAL_LEN.saturating_add(entry.name.len() as u64);
+    let head_len = if file_len.saturating_sub(offset) >= with_name { with_name } else { LOCAL_LEN };
+    let head = read_exact(source, offset, head_len, "local file header")?;
     if !head.starts_with(LOCAL_SIG) {
         return Err(FormatError::ZipBadSignature {
             file: source.name().to_string(),
@@ -289,8 +320,20 @@ pub fn data_start(source: &dyn ByteSource, entry: &ZipEntry) -> Result<u64, Form
     }
     let name_len = u64::from(le16(&head, 26));
     let extra_len = u64::from(le16(&head, 28));
+    let name_at = LOCAL_LEN as usize;
+    let local_name = match head.get(name_at..name_at + name_len as usize) {
+        Some(name) => name.to_vec(),
+        None => read_exact(source, offset + LOCAL_LEN, name_len, "local file header name")?,
+    };
+    if String::from_utf8_lossy(&local_name) != entry.name.as_str() {
+        return Err(FormatError::ZipLocalNameMismatch {
+            file: source.name().to_string(),
+            entry: entry.name.clone(),
+            local: String::from_utf8_lossy(&local_name).into_owned(),
+            offset,
+        });
+    }
     let start = offset + LOCAL_LEN + name_len + extra_len;
-    let file_len = source.len();
     if start.checked_add(entry.compressed_size).is_none_or(|end| end > file_len) {
         return Err(FormatError::ZipEntryPastEof {
             file: source.name().to_string(),

@@ -19,7 +19,8 @@
 //! never read (an FLOAT16 embedding stored that way is refused with that reason, rather than
 //! decoding the whole field into memory).
 //!
-//! Tensors in an external file ([`ModelInfo::external`]) carry their byte range in that file;
+//! Tensors in an external file ([`ModelInfo::external`]) carry their byte range in that file (an
+//! `external_data` key given twice means its last value, as `onnx.load` reads it);
 //! [`super::set`] resolves the file among those given. An int8/uint8 initializer dequantised by a
 //! `DequantizeLinear` with a per-tensor scale becomes [`DType::I8Affine`]/[`DType::U8Affine`].
 //! The input embedding is also found by the graph: the data input of the `Gather` that reads
@@ -166,6 +167,15 @@ struct RawTensor {
     payload: Payload,
     external: Vec<(String, String)>,
     data_location: u64,
+}
+
+impl RawTensor {
+    /// The value of an `external_data` key: the last entry of that key, as `onnx.load` reads it
+    /// (`ExternalDataInfo` sets an attribute per entry in order, so a repeated key's last value
+    /// stands).
+    fn external(&self, key: &str) -> Option<&str> {
+        self.external.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
 }
 
 /// One `NodeProto`, for the ops the embedding rules look at.
@@ -412,7 +422,7 @@ fn build(r: &mut Reader, graph: Graph, file: usize) -> Result<ModelInfo, FormatE
         if b.inline.is_none() {
             external.push(ExternalData {
                 tensor: t.name.clone(),
-                location: t.external.iter().find(|(k, _)| k == "location").map(|(_, v)| v.clone()).unwrap_or_default(),
+                location: t.external("location").unwrap_or_default().to_string(),
             });
         }
         built.push(b);
@@ -493,7 +503,7 @@ fn tensor_info(r: &mut Reader, t: &RawTensor, file: usize) -> Result<Built, Form
         _ => Ok(()),
     };
     if t.data_location == EXTERNAL {
-        let get = |key: &str| t.external.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        let get = |key: &str| t.external(key);
         let location = get("location").ok_or_else(|| bad("is stored externally but names no location".into()))?;
         check_location(location).map_err(|why| FormatError::OnnxExternalPath {
             file: r.file(),
