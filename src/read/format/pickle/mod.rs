@@ -5,22 +5,36 @@
 //! [`Value::Unreadable`] naming the global for anything else (an optimizer's class, a Lightning
 //! hyperparameter object, `os.system`), so that one odd entry never loses the tensors beside it.
 //!
-//! Every count is bounded before it allocates: the stream's length (the caller's), memo entries,
-//! the values built (a memoised value fetched again counts again, so `BINGET` cannot multiply a
-//! tree), nesting depth, string and bytes lengths. Each refusal is a [`FormatError`] with the
-//! offset of the opcode.
+//! A memo entry is the value itself, never a copy (as in Python): `BINGET` pushes the same value
+//! again, so a dict or list changed after it was memoised is changed for every reference to it
+//! (`machine`'s arena), and strings and bytes stay shared in the answer ([`Value::Str`] holds an
+//! `Arc`). Every count is bounded before it allocates: the stream's length (the caller's), memo
+//! entries, the values created (once each, however often fetched, and one per reference pushed),
+//! the bytes of strings and names created, nesting depth, string and bytes lengths, and the nodes
+//! of the tree written out (a container shared by several references is written once per
+//! reference; one that contains itself is refused). Each refusal is a [`FormatError`] with the
+//! offset of the opcode (or of the value it is about).
 //!
-//! The parts: `machine` runs the opcodes over a stack and memo; this file holds the limits, the value
-//! model and what applying one of PyTorch's globals builds.
+//! A dict is what Python's would be: a key set twice (two `SETITEM`s, `SETITEMS` after `SETITEMS`,
+//! an `OrderedDict` of pairs that repeat a key) keeps its first place and its last value
+//! ([`Value::Dict`]), so a state dict that names a tensor twice gives the tensor `torch.load`
+//! gives. Keys are equal as Python's are (`1`, `True` and `1.0` are one key).
+//!
+//! The parts: `machine` runs the opcodes over an arena of values, a stack and a memo, and applies
+//! PyTorch's globals; this file holds the limits, the value model, persistent ids and the dicts'
+//! keys.
 
 // As in the other readers: the crate-wide `FormatError` is large and ends the read.
 #![allow(clippy::result_large_err)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::{DType, FormatError};
 
 mod machine;
 
-pub use machine::parse;
+pub use machine::{parse, parse_with_stats, ParseStats};
 
 /// Largest pickle stream read (torch's `data.pkl` of a large model is well under 1 MiB; a
 /// Lightning checkpoint's with its optimizer state a few MiB).
@@ -33,6 +47,11 @@ pub const MAX_VALUES: u64 = 4 << 20;
 pub const MAX_DEPTH: u64 = 256;
 /// Longest string or bytes value.
 pub const MAX_STRING_BYTES: u64 = 64 << 20;
+/// Most bytes of strings, bytes and names created in all (each value's once, however often the
+/// memo hands it out), and most bytes of names copied when the tree is written out.
+pub const MAX_PAYLOAD_BYTES: u64 = MAX_PICKLE_BYTES;
+/// Longest module and name of a global (`STACK_GLOBAL`'s; `GLOBAL`'s lines are 4096 bytes at most).
+pub const MAX_GLOBAL_NAME: u64 = 8192;
 
 /// A pickled value, as far as a parser can know it.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,13 +60,17 @@ pub enum Value {
     Bool(bool),
     Int(i64),
     /// An integer wider than 64 bits (little-endian two's complement bytes, as `LONG1` stores it).
-    BigInt(Vec<u8>),
+    /// (Shared: a memoised value fetched again is the same value, never a copy.)
+    BigInt(Arc<[u8]>),
     Float(f64),
-    Str(String),
-    Bytes(Vec<u8>),
+    /// (Shared, as `Bytes` and `BigInt` are.)
+    Str(Arc<str>),
+    Bytes(Arc<[u8]>),
     List(Vec<Value>),
     Tuple(Vec<Value>),
-    /// Dicts and `collections.OrderedDict`s, in their order.
+    /// Dicts and `collections.OrderedDict`s, in their order, each key once (with the last value
+    /// set for it; keys only Python's identity could tell apart, such as two tensors, are kept
+    /// apart).
     Dict(Vec<(Value, Value)>),
     /// A class or function, by name only.
     Global {
@@ -137,7 +160,7 @@ pub fn storage_dtype(module: &str, name: &str) -> Option<DType> {
 /// `LONG1`/`LONG4`'s little-endian two's complement bytes.
 fn long_value(bytes: &[u8]) -> Value {
     if bytes.len() > 8 {
-        return Value::BigInt(bytes.to_vec());
+        return Value::BigInt(bytes.into());
     }
     if bytes.is_empty() {
         return Value::Int(0);
@@ -156,24 +179,17 @@ fn global_name(v: &Value) -> String {
     }
 }
 
-fn newobj(cls: Value) -> Value {
-    match &cls {
-        Value::Global { module, name } if module == "collections" && name == "OrderedDict" => Value::Dict(Vec::new()),
-        _ => Value::Unreadable { global: global_name(&cls) },
-    }
-}
-
 /// A persistent id: torch's `('storage', storage_type, key, location, numel)`.
 fn persistent(pid: Value) -> Value {
     if let Value::Tuple(items) = &pid {
         if let [Value::Str(tag), Value::Global { module, name }, key, _location, Value::Int(numel)] = items.as_slice() {
             let key = match key {
-                Value::Str(s) => Some(s.clone()),
+                Value::Str(s) => Some(s.to_string()),
                 Value::Int(i) => Some(i.to_string()),
                 _ => None,
             };
             if let (true, Some(key), Some(dtype), Ok(numel)) =
-                (tag == "storage", key, storage_dtype(module, name), u64::try_from(*numel))
+                (&**tag == "storage", key, storage_dtype(module, name), u64::try_from(*numel))
             {
                 return Value::Storage(Storage { storage_type: format!("{module}.{name}"), dtype, key, numel });
             }
@@ -182,81 +198,156 @@ fn persistent(pid: Value) -> Value {
     Value::Unreadable { global: "a persistent id that is not a torch storage".to_string() }
 }
 
-fn uint_list(v: &Value) -> Option<Vec<u64>> {
+/// The bytes `v` holds: (shared behind an `Arc`, owned). A shared value is copied by reference; an
+/// owned one's bytes are copied with it.
+fn held_bytes(v: &Value) -> (u64, u64) {
+    let storage = |s: &Storage| (s.storage_type.len() + s.key.len()) as u64;
     match v {
-        Value::Tuple(items) | Value::List(items) => items
-            .iter()
-            .map(|i| match i {
-                Value::Int(n) => u64::try_from(*n).ok(),
-                _ => None,
-            })
-            .collect(),
-        _ => None,
+        Value::Str(s) => (s.len() as u64, 0),
+        Value::Bytes(b) | Value::BigInt(b) => (b.len() as u64, 0),
+        Value::Global { module, name } => (0, (module.len() + name.len()) as u64),
+        Value::Storage(s) => (0, storage(s)),
+        Value::Tensor(t) => (0, storage(&t.storage) + 8 * (t.size.len() + t.stride.len()) as u64),
+        Value::Unreadable { global } => (0, global.len() as u64),
+        _ => (0, 0),
     }
 }
 
-/// What calling `func(*args)` would build, for the globals torch writes; anything else is
-/// [`Value::Unreadable`].
-fn reduce(func: Value, args: Value) -> Value {
-    let unreadable = || Value::Unreadable { global: global_name(&func) };
-    let (Value::Global { module, name }, Value::Tuple(args)) = (&func, &args) else {
-        return unreadable();
-    };
-    match (module.as_str(), name.as_str()) {
-        ("collections", "OrderedDict") => match args.as_slice() {
-            [] => Value::Dict(Vec::new()),
-            [Value::List(pairs)] => {
-                let mut dict = Vec::new();
-                for pair in pairs {
-                    match pair {
-                        Value::Tuple(kv) | Value::List(kv) if kv.len() == 2 => {
-                            let mut kv = kv.iter().cloned();
-                            if let (Some(k), Some(v)) = (kv.next(), kv.next()) {
-                                dict.push((k, v));
-                            }
-                        }
-                        _ => return unreadable(),
-                    }
-                }
-                Value::Dict(dict)
-            }
-            _ => unreadable(),
-        },
-        ("torch._utils", "_rebuild_tensor_v2" | "_rebuild_tensor") => match args.as_slice() {
-            [Value::Storage(storage), Value::Int(offset), size, stride, ..] => {
-                match (u64::try_from(*offset), uint_list(size), uint_list(stride)) {
-                    (Ok(storage_offset), Some(size), Some(stride)) if size.len() == stride.len() => {
-                        Value::Tensor(Tensor { storage: storage.clone(), storage_offset, size, stride })
-                    }
-                    _ => Value::Unreadable { global: format!("{module}.{name} with a negative or odd shape") },
-                }
-            }
-            [Value::Unreadable { global }, ..] => Value::Unreadable { global: global.clone() },
-            _ => unreadable(),
-        },
-        ("torch._utils", "_rebuild_parameter" | "_rebuild_parameter_with_state") => match args.first() {
-            Some(data @ Value::Tensor(_)) => data.clone(),
-            Some(Value::Unreadable { global }) => Value::Unreadable { global: global.clone() },
-            _ => unreadable(),
-        },
-        ("torch", "Size") => match args.as_slice() {
-            [t @ Value::Tuple(_)] => t.clone(),
-            _ => unreadable(),
-        },
-        ("builtins" | "__builtin__", "set" | "frozenset") => match args.as_slice() {
-            [] => Value::List(Vec::new()),
-            [Value::List(items)] => Value::List(items.clone()),
-            _ => unreadable(),
-        },
-        // Protocol 2 pickles bytes as `_codecs.encode(text, 'latin1')`.
-        ("_codecs", "encode") => match args.as_slice() {
-            [Value::Str(s), Value::Str(enc)] if enc == "latin1" || enc == "latin-1" => {
-                Value::Bytes(s.chars().map(|c| c as u32 as u8).collect())
-            }
-            _ => unreadable(),
-        },
-        _ => unreadable(),
+/// A dict key as Python compares it, for the keys that compare by value: numbers (`False`, `0`
+/// and `0.0` equal), strings, bytes, `None`, globals (one object per name) and tuples of these.
+#[derive(PartialEq, Eq, Hash)]
+enum Key<'a> {
+    None,
+    /// An integer (or an integral float, or a bool) that fits in 64 bits.
+    Int(i64),
+    /// A wider integer: its shortest little-endian two's complement bytes.
+    BigInt(Vec<u8>),
+    /// A float that is not an integer (or ±inf), by its bits.
+    Float(u64),
+    Str(&'a str),
+    Bytes(&'a [u8]),
+    Global(&'a str, &'a str),
+    Tuple(Vec<Key<'a>>),
+}
+
+/// The key `v` is, or `None` for a value that Python compares by identity (a tensor, a storage, an
+/// object of another class, NaN) or cannot hash (a list, a dict): such keys are never merged.
+fn key_of(v: &Value) -> Option<Key<'_>> {
+    Some(match v {
+        Value::None => Key::None,
+        Value::Bool(b) => Key::Int(i64::from(*b)),
+        Value::Int(i) => Key::Int(*i),
+        Value::BigInt(bytes) => int_key(bytes),
+        Value::Float(x) => float_key(*x)?,
+        Value::Str(s) => Key::Str(s),
+        Value::Bytes(b) => Key::Bytes(b),
+        Value::Global { module, name } => Key::Global(module, name),
+        Value::Tuple(items) => Key::Tuple(items.iter().map(key_of).collect::<Option<_>>()?),
+        _ => return None,
+    })
+}
+
+/// The key of a little-endian two's complement integer, in its shortest form.
+fn int_key(bytes: &[u8]) -> Key<'static> {
+    let mut n = bytes.len();
+    while let (Some(&last), Some(&prev)) = (bytes.get(n.wrapping_sub(1)), bytes.get(n.wrapping_sub(2))) {
+        if (last == 0 && prev & 0x80 == 0) || (last == 0xff && prev & 0x80 != 0) {
+            n -= 1;
+        } else {
+            break;
+        }
     }
+    let bytes = bytes.get(..n).unwrap_or(&[]);
+    if n > 8 {
+        return Key::BigInt(bytes.to_vec());
+    }
+    match long_value(bytes) {
+        Value::Int(i) => Key::Int(i),
+        _ => Key::BigInt(bytes.to_vec()),
+    }
+}
+
+/// A float's key: an integral one is the integer it equals (`2.0 == 2`, `2.0**70 == 2**70`).
+fn float_key(x: f64) -> Option<Key<'static>> {
+    if x.is_nan() {
+        return None;
+    }
+    if x.is_infinite() || x.fract() != 0.0 {
+        return Some(Key::Float(x.to_bits()));
+    }
+    if x.abs() < (1u64 << 63) as f64 {
+        return Some(Key::Int(x as i64));
+    }
+    // |x| ≥ 2⁶³: mantissa · 2^shift with shift ≥ 11, written out as two's complement bytes.
+    let bits = x.to_bits();
+    let mantissa = u128::from((bits & ((1u64 << 52) - 1)) | (1u64 << 52));
+    let shift = ((bits >> 52) & 0x7ff) as usize - 1075;
+    let mut bytes = vec![0u8; (53 + shift) / 8 + 2];
+    let m = mantissa << (shift % 8);
+    for (i, b) in bytes.iter_mut().skip(shift / 8).take(16).enumerate() {
+        *b = (m >> (8 * i)) as u8;
+    }
+    if x < 0.0 {
+        let mut carry = true;
+        for b in &mut bytes {
+            let (v, c) = (!*b).overflowing_add(u8::from(carry));
+            *b = v;
+            carry = c;
+        }
+    }
+    Some(int_key(&bytes))
+}
+
+/// Every dict in `value` as Python builds it: a key listed again keeps its first place and takes
+/// the later value. Linear in the tree (one hash set of keys per dict).
+pub(crate) fn last_value_wins(value: &mut Value) {
+    match value {
+        Value::Dict(items) => {
+            merge_repeated_keys(items);
+            for (k, v) in items.iter_mut() {
+                last_value_wins(k);
+                last_value_wins(v);
+            }
+        }
+        Value::List(items) | Value::Tuple(items) => items.iter_mut().for_each(last_value_wins),
+        _ => {}
+    }
+}
+
+fn merge_repeated_keys(items: &mut Vec<(Value, Value)>) {
+    // For each item, the index of the first item of its key.
+    let (first, repeated) = {
+        let mut seen: HashMap<Key<'_>, usize> = HashMap::with_capacity(items.len());
+        let mut repeated = false;
+        let first: Vec<usize> = items
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| match key_of(k) {
+                Some(key) => {
+                    let f = *seen.entry(key).or_insert(i);
+                    repeated |= f != i;
+                    f
+                }
+                None => i,
+            })
+            .collect();
+        (first, repeated)
+    };
+    if !repeated {
+        return;
+    }
+    let mut kept: Vec<Option<(Value, Value)>> = Vec::with_capacity(items.len());
+    for ((i, (k, v)), f) in std::mem::take(items).into_iter().enumerate().zip(first) {
+        if f == i {
+            kept.push(Some((k, v)));
+        } else {
+            kept.push(None);
+            if let Some(Some((_, old))) = kept.get_mut(f) {
+                *old = v;
+            }
+        }
+    }
+    *items = kept.into_iter().flatten().collect();
 }
 
 #[cfg(test)]
@@ -278,9 +369,49 @@ mod tests {
                     Value::Str("a".into()),
                     Value::List(vec![Value::Int(1), Value::Float(2.5), Value::None, Value::Bool(true)])
                 ),
-                (Value::Str("b".into()), Value::Tuple(vec![Value::Bytes(b"x".to_vec())])),
+                (Value::Str("b".into()), Value::Tuple(vec![Value::Bytes(b"x".as_slice().into())])),
             ])
         );
+    }
+
+    #[test]
+    fn a_key_set_again_keeps_its_place_and_takes_the_last_value() {
+        // {1: 'a', 'k': 2, True: 'b', 1.0: 'c'} by SETITEMS, then 'k' → 3, 2**70 → 4, 2.0**70 → 5,
+        // a 9-byte LONG1 of 1 → 'd', -2.0**63 → 6, an 8-byte LONG1 of -2**63 → 7 by SETITEM.
+        // pickle.loads gives {1: 'd', 'k': 3, 1180591620717411303424: 5, -9.223372036854776e+18: 7}.
+        let v = p(b"\x80\x02}(K\x01X\x01\x00\x00\x00aX\x01\x00\x00\x00kK\x02\x88X\x01\x00\x00\x00bG?\xf0\x00\x00\x00\x00\x00\x00X\x01\x00\x00\x00cuX\x01\x00\x00\x00kK\x03s\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x40K\x04sG\x44\x50\x00\x00\x00\x00\x00\x00K\x05s\x8a\x09\x01\x00\x00\x00\x00\x00\x00\x00\x00X\x01\x00\x00\x00dsG\xc3\xe0\x00\x00\x00\x00\x00\x00K\x06s\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80K\x07s.").unwrap();
+        let mut two_70 = vec![0u8; 8];
+        two_70.push(0x40);
+        assert_eq!(
+            v,
+            Value::Dict(vec![
+                (Value::Int(1), Value::Str("d".into())),
+                (Value::Str("k".into()), Value::Int(3)),
+                (Value::BigInt(two_70.into()), Value::Int(5)),
+                (Value::Float(-((1u64 << 63) as f64)), Value::Int(7)),
+            ])
+        );
+    }
+
+    #[test]
+    fn keys_python_tells_apart_stay_apart() {
+        // 'a' and b'a', (1, 2) and (1, 3), NaN and NaN, two lists: five or more keys, all kept.
+        let nan = Value::Float(f64::NAN);
+        let mut d = Value::Dict(vec![
+            (Value::Str("a".into()), Value::Int(1)),
+            (Value::Bytes(b"a".as_slice().into()), Value::Int(2)),
+            (Value::Tuple(vec![Value::Int(1), Value::Int(2)]), Value::Int(3)),
+            (Value::Tuple(vec![Value::Int(1), Value::Int(3)]), Value::Int(4)),
+            (nan.clone(), Value::Int(5)),
+            (nan, Value::Int(6)),
+            (Value::Tuple(vec![Value::Bool(true), Value::Float(2.0)]), Value::Int(7)),
+            (Value::Tuple(vec![Value::Int(1), Value::Int(2)]), Value::Int(8)),
+        ]);
+        last_value_wins(&mut d);
+        let Value::Dict(items) = d else { panic!() };
+        let values: Vec<_> = items.iter().map(|(_, v)| v.clone()).collect();
+        let ints = |v: &[i64]| v.iter().map(|&i| Value::Int(i)).collect::<Vec<_>>();
+        assert_eq!(values, ints(&[1, 2, 8, 4, 5, 6]));
     }
 
     #[test]
@@ -289,7 +420,7 @@ mod tests {
         assert_eq!(p(b"\x80\x02J\xfe\xff\xff\xff.").unwrap(), Value::Int(-2));
         assert_eq!(
             p(b"\x80\x02\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01.").unwrap(),
-            Value::BigInt(vec![0, 0, 0, 0, 0, 0, 0, 0, 1])
+            Value::BigInt(vec![0, 0, 0, 0, 0, 0, 0, 0, 1].into())
         );
     }
 
@@ -300,8 +431,9 @@ mod tests {
     }
 
     #[test]
-    fn memo_copies_are_charged() {
-        // A list memoised, then fetched into a tuple of itself, again and again: doubles each round.
+    fn a_shared_tree_written_out_is_charged() {
+        // A list memoised, then fetched into a tuple of itself, again and again: 64 values, shared,
+        // whose tree doubles each round.
         let mut b = b"\x80\x02]K\x01aq\x00".to_vec();
         for _ in 0..64 {
             b.extend_from_slice(b"0h\x00h\x00\x86q\x00");
