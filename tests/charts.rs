@@ -542,7 +542,7 @@ fn capacity_against_epsilon_is_monotone_names_its_formulas_and_marks_epsilon() {
         "JL lower bound, C = 3.029",
         "fit Eq. 6, C = 1.2934",
         "fit Eq. 7 (Table 1)",
-        "proven: at least (lower) and at most (upper dashed)",
+        "proven, at least / at most",
     ] {
         assert!(texts(&els).iter().any(|t| t.text == label), "legend {label}");
     }

@@ -307,7 +307,7 @@ fn draw_curves<'a, DB: DrawingBackend>(
 }
 
 /// The legend entry of the proven interval's two dashed lines.
-const PROVEN_LABEL: &str = "proven: at least (lower) and at most (upper dashed)";
+const PROVEN_LABEL: &str = "proven, at least / at most";
 
 /// The y extent with the proven lower bound in it (the upper one may run far above the formulas:
 /// it is drawn up to the frame's top edge, and the alt text gives its values).
